@@ -56,13 +56,19 @@ inline int nearest_shift(double m) {
 }
 }  // namespace detail
 
+// Constants shared by the schemes that differ only in rounding.
+struct FloatScale {
+  float multiplier = 1.0f;
+};
+struct ShiftScale {
+  int shift = 0;  // right shift
+};
+
 template <class Rounding = RoundHalfEven>
 struct FloatMultiplier {
   static constexpr RequantScheme scheme = RequantScheme::float_multiplier;
   using rounding = Rounding;
-  struct Constants {
-    float multiplier = 1.0f;
-  };
+  using Constants = FloatScale;
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, static_cast<double>(std::numeric_limits<float>::max()),
                              "a float multiplier", "a smaller scale");
@@ -82,9 +88,7 @@ template <class Rounding = RoundHalfAway>
 struct PowerOfTwo {
   static constexpr RequantScheme scheme = RequantScheme::power_of_two;
   using rounding = Rounding;
-  struct Constants {
-    int shift = 0;  // right shift
-  };
+  using Constants = ShiftScale;
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a power-of-two right shift", "FixedPointDoubleRounding");
     return {detail::nearest_shift(m)};
@@ -129,9 +133,7 @@ struct FixedPointSingleRounding {
 
 struct SingleShift {
   static constexpr RequantScheme scheme = RequantScheme::single_shift;
-  struct Constants {
-    int shift = 0;
-  };
+  using Constants = ShiftScale;
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a single right shift (N2D2 SINGLE_SHIFT)",
                              "FixedPointDoubleRounding (N2D2 falls back to fixed-point here)");

@@ -65,14 +65,19 @@ constexpr std::int32_t saturate_to_int32(std::int64_t v) {
                                                          : static_cast<std::int32_t>(v);
 }
 
-// gemmlowp / TFLite MultiplyByQuantizedMultiplier (double rounding). The left shift for
-// multipliers > 1 saturates instead of wrapping (gemmlowp's int32 shift is undefined there).
+// gemmlowp / TFLite MultiplyByQuantizedMultiplier (double rounding). For multipliers > 1,
+// where x << shift leaves int32 (undefined in gemmlowp's int32 arithmetic), the result
+// saturates to INT32_MIN / INT32_MAX by the sign of x: |x * m| >= 2^30 there, which every
+// output format clamps anyway.
 constexpr std::int32_t multiply_by_quantized_multiplier_double_rounding(std::int32_t x,
                                                                         QuantizedMultiplier qm) {
   const int left = qm.shift > 0 ? qm.shift : 0;
   const int right = qm.shift > 0 ? 0 : -qm.shift;
-  const std::int32_t shifted = saturate_to_int32(std::int64_t{x} * (std::int64_t{1} << left));
-  return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(shifted, qm.multiplier), right);
+  const std::int64_t shifted = std::int64_t{x} * (std::int64_t{1} << left);
+  if (shifted != static_cast<std::int32_t>(shifted))
+    return x < 0 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int32_t>::max();
+  return rounding_divide_by_pot(
+      saturating_rounding_doubling_high_mul(static_cast<std::int32_t>(shifted), qm.multiplier), right);
 }
 
 // TFLite MultiplyByQuantizedMultiplier under TFLITE_SINGLE_ROUNDING:
