@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include "quantkit/error.hpp"
 #include "quantkit/policy/rounding.hpp"
@@ -49,6 +50,11 @@ inline void check_multiplier(double m, const std::string& layer, double max_allo
     fail("layer '", layer, "': requantization multiplier ", m, " exceeds ", max_allowed, ", which ",
          scheme, " cannot express; use ", instead);
 }
+template <class R, class = void>
+struct has_shift_right : std::false_type {};
+template <class R>
+struct has_shift_right<R, std::void_t<decltype(R::shift_right(std::int64_t{}, 0))>> : std::true_type {};
+
 // A shift whose value 2^-shift is nearest to m in the log domain, limited to [0, 31].
 inline int nearest_shift(double m) {
   const int s = static_cast<int>(std::lround(-std::log2(m)));
@@ -66,6 +72,9 @@ struct ShiftScale {
 
 template <class Rounding = RoundHalfEven>
 struct FloatMultiplier {
+  static_assert(std::is_default_constructible_v<Rounding>,
+                "FloatMultiplier<Rounding> needs a stateless rounding policy (RoundHalfEven, "
+                "RoundHalfAway, ...); stochastic rounding is for quantize, not requantize");
   static constexpr RequantScheme scheme = RequantScheme::float_multiplier;
   using rounding = Rounding;
   using Constants = FloatScale;
@@ -86,6 +95,10 @@ struct FloatMultiplier {
 
 template <class Rounding = RoundHalfAway>
 struct PowerOfTwo {
+  static_assert(detail::has_shift_right<Rounding>::value,
+                "PowerOfTwo<Rounding> needs a rounding policy with an exact integer shift_right "
+                "(the built-in ones: RoundHalfEven, RoundHalfAway, RoundHalfUp, RoundFloor, "
+                "RoundTowardZero); add `static std::int64_t shift_right(std::int64_t, int)` to yours");
   static constexpr RequantScheme scheme = RequantScheme::power_of_two;
   using rounding = Rounding;
   using Constants = ShiftScale;
