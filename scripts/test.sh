@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# quantkit's test command (what CI runs after scripts/install_deps.sh).
+#
+#   scripts/test.sh                  all stages: gcc clang asan meson
+#   scripts/test.sh --quick          only the gcc stage
+#   scripts/test.sh --only asan      one stage (or a comma list: --only gcc,meson)
+#
+# Stages (build folders under build/, reused incrementally):
+#   gcc    GCC, Release, -Werror; every ctest test (unit, compile_fail, consumer, example)
+#   clang  Clang 14, Release, -Werror; every ctest test
+#   asan   GCC, -fsanitize=address,undefined -fno-sanitize-recover=all; unit + example tests
+#   meson  meson setup + meson test (the same unit tests)
+# Environment: JOBS (default 2) parallel compile and test jobs;
+#   QUANTKIT_BUILD_ROOT (default build) folder holding the stage build folders.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+jobs=${JOBS:-2}
+build_root=${QUANTKIT_BUILD_ROOT:-build}
+all_stages=(gcc clang asan meson)
+stages=("${all_stages[@]}")
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}"; }
+
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --quick) stages=(gcc) ;;
+    --only)
+      [[ $# -ge 2 ]] || { echo "test.sh: --only needs a stage (${all_stages[*]})" >&2; exit 2; }
+      IFS=',' read -r -a stages <<< "$2"; shift ;;
+    --only=*) IFS=',' read -r -a stages <<< "${1#--only=}" ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+  shift
+done
+for s in "${stages[@]}"; do
+  case " ${all_stages[*]} " in
+    *" $s "*) ;;
+    *) echo "test.sh: unknown stage '$s' (stages: ${all_stages[*]})" >&2; exit 2 ;;
+  esac
+done
+
+export CTEST_OUTPUT_ON_FAILURE=1
+export CLICOLOR=0
+
+find_cxx() {  # first compiler found among the arguments
+  local c
+  for c in "$@"; do
+    if command -v "$c" > /dev/null 2>&1; then command -v "$c"; return 0; fi
+  done
+  return 1
+}
+
+log() { printf '\n=== [%s] %s\n' "$stage" "$*"; }
+
+# configure + build + ctest for one CMake stage:
+#   cmake_stage <build dir> <ctest extra args (one string)> <cmake args...>
+cmake_stage() {
+  local dir=$1 ctest_args=$2; shift 2
+  log "configure $dir"
+  cmake -S "$root" -B "$dir" -G Ninja \
+    -DQUANTKIT_BUILD_TESTS=ON -DQUANTKIT_BUILD_EXAMPLES=ON -DQUANTKIT_BUILD_BENCH=OFF \
+    "$@" || { failed_step=configure; return 1; }
+  log "build ($jobs jobs)"
+  # -k 0: report every compile error, not only the first.
+  cmake --build "$dir" --parallel "$jobs" -- -k 0 || { failed_step=build; return 1; }
+  log "ctest ($jobs jobs) $ctest_args"
+  # shellcheck disable=SC2086
+  (cd "$dir" && ctest --parallel "$jobs" --output-on-failure --no-tests=error $ctest_args) \
+    || { failed_step=ctest; return 1; }
+}
+
+stage_gcc() {
+  local cxx; cxx=$(find_cxx g++-12 g++) || { failed_step="g++ not found"; return 1; }
+  cmake_stage "$build_root/gcc" "" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON
+}
+
+stage_clang() {
+  local cxx; cxx=$(find_cxx clang++-14 clang++) || { failed_step="clang++ not found"; return 1; }
+  cmake_stage "$build_root/clang" "" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON
+}
+
+stage_asan() {
+  local cxx; cxx=$(find_cxx g++-12 g++) || { failed_step="g++ not found"; return 1; }
+  local san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  # Compile-fail and consumer tests only test the build system: not repeated here.
+  cmake_stage "$build_root/asan" "-LE compile_fail|consumer" \
+    -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_CXX_FLAGS="-O1 $san" \
+    -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
+    -DQUANTKIT_INSTALL=OFF
+}
+
+stage_meson() {
+  local dir=$build_root/meson
+  command -v meson > /dev/null || { failed_step="meson not found"; return 1; }
+  log "meson setup $dir"
+  if [[ -f $dir/meson-private/coredata.dat ]]; then
+    # --reconfigure picks up added or removed tests/test_*.cpp.
+    meson setup --reconfigure "$dir" || { failed_step=setup; return 1; }
+  else
+    meson setup "$dir" --buildtype=release -Dwerror=true -Dtests=true -Dexamples=true \
+      || { failed_step=setup; return 1; }
+  fi
+  log "meson compile ($jobs jobs)"
+  meson compile -C "$dir" -j "$jobs" || { failed_step=build; return 1; }
+  log "meson test ($jobs jobs)"
+  meson test -C "$dir" --num-processes "$jobs" --print-errorlogs || { failed_step=test; return 1; }
+}
+
+declare -a summary=()
+status=0
+start_all=$SECONDS
+for stage in "${stages[@]}"; do
+  failed_step=""
+  t0=$SECONDS
+  if "stage_$stage"; then
+    result="PASS"
+  else
+    result="FAIL (${failed_step:-error})"
+    status=1
+  fi
+  dt=$((SECONDS - t0))
+  summary+=("$(printf '%-6s %-22s %3dm%02ds' "$stage" "$result" $((dt / 60)) $((dt % 60)))")
+  printf '\n=== [%s] %s in %dm%02ds\n' "$stage" "$result" $((dt / 60)) $((dt % 60))
+done
+
+total=$((SECONDS - start_all))
+echo
+echo "=== test.sh summary ==="
+for line in "${summary[@]}"; do echo "  $line"; done
+printf '  total %dm%02ds: %s\n' $((total / 60)) $((total % 60)) \
+  "$([[ $status -eq 0 ]] && echo 'ALL PASSED' || echo 'FAILED')"
+exit "$status"
