@@ -14,6 +14,8 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "quantkit/param_layout.hpp"
 #include "quantkit/params.hpp"
@@ -59,10 +61,11 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
 }
 }  // namespace impl
 
-template <class Q, int RI, int RO, class Rounding = RoundHalfEven>
-void quantize(const View<const float, RI>& x, const QuantParams& p, const View<Q, RO>& q,
+template <class In, class Q, int RI, int RO, class Rounding = RoundHalfEven>
+void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
               const Rounding& round = {},
               ScaleApplicationKind application = ScaleApplicationKind::divide) {
+  static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::quantize: input must be float");
   impl::expect_same_shape(x, q, "quantize");
   p.validate(x.name());
   const ParamLayout layout(x.shape(), p.granularity, x.name());
@@ -76,7 +79,7 @@ void quantize(const View<const float, RI>& x, const QuantParams& p, const View<Q
 }
 
 template <class Q, int RI, int RO>
-void dequantize(const View<const Q, RI>& q, const QuantParams& p, const View<float, RO>& x) {
+void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x) {
   impl::expect_same_shape(q, x, "dequantize");
   p.validate(q.name());
   const ParamLayout layout(q.shape(), p.granularity, q.name());
@@ -87,10 +90,11 @@ void dequantize(const View<const Q, RI>& q, const QuantParams& p, const View<flo
   });
 }
 
-template <int RI, int RO, class Rounding = RoundHalfEven>
-void fake_quantize(const View<const float, RI>& x, const QuantParams& p, const View<float, RO>& y,
+template <class In, int RI, int RO, class Rounding = RoundHalfEven>
+void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float, RO>& y,
                    const Rounding& round = {},
                    ScaleApplicationKind application = ScaleApplicationKind::divide) {
+  static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::fake_quantize: input must be float");
   impl::expect_same_shape(x, y, "fake_quantize");
   p.validate(x.name());
   const ParamLayout layout(x.shape(), p.granularity, x.name());

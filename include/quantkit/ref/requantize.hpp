@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "quantkit/error.hpp"
@@ -54,9 +55,11 @@ inline std::int32_t requantize_value(std::int32_t acc, std::int32_t bias,
   return static_cast<std::int32_t>(std::min<std::int64_t>(std::max<std::int64_t>(r, lo), hi));
 }
 
-template <class Scheme, class Out, int RI, int RO>
-void requantize(const View<const std::int32_t, RI>& acc, const RequantParams<Scheme>& p,
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
                 const View<Out, RO>& out, const std::string& layer = {}) {
+  static_assert(std::is_same_v<std::remove_const_t<Acc>, std::int32_t>,
+                "ref::requantize: accumulators must be std::int32_t");
   if (acc.shape() != out.shape())
     quantkit::detail::fail("layer '", layer, "': requantize output shape ", out.shape().to_string(),
                  "; expected the accumulator shape ", acc.shape().to_string());
