@@ -12,7 +12,7 @@ using qk::IntRange;
 using qk::SymmetryKind;
 
 namespace {
-const IntRange u8{0, 255}, s8{-128, 127}, s4{-8, 7}, u4{0, 15}, s16{-32768, 32767};
+const IntRange u8{0, 255}, s8{-128, 127}, u4{0, 15}, s16{-32768, 32767};
 qk::ScaleZeroPoint qp(float lo, float hi, IntRange r, SymmetryKind s, ConventionKind c) {
   return qk::compute_qparams(lo, hi, r, s, c);
 }
