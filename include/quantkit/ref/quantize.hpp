@@ -59,6 +59,21 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
     f(in.data()[in_off], out.data()[out_off], layout.index(idx));
   });
 }
+// Shape, parameter and granularity checks every operation starts with.
+template <class In, int RI, class Out, int RO>
+ParamLayout checked_layout(const View<In, RI>& in, const View<Out, RO>& out, const QuantParams& p,
+                           const char* what) {
+  expect_same_shape(in, out, what);
+  p.validate(in.name());
+  ParamLayout layout(in.shape(), p.granularity, in.name());
+  layout.expect_count(static_cast<std::int64_t>(p.size()), in.name());
+  return layout;
+}
+inline std::vector<float> scale_factors(const QuantParams& p, ScaleApplicationKind application) {
+  std::vector<float> factor(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) factor[i] = scale_factor(application, p.scale[i]);
+  return factor;
+}
 }  // namespace impl
 
 template <class In, class Q, int RI, int RO, class Rounding = RoundHalfEven>
@@ -66,12 +81,8 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
               const Rounding& round = {},
               ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::quantize: input must be float");
-  impl::expect_same_shape(x, q, "quantize");
-  p.validate(x.name());
-  const ParamLayout layout(x.shape(), p.granularity, x.name());
-  layout.expect_count(static_cast<std::int64_t>(p.size()), x.name());
-  std::vector<float> factor(p.size());
-  for (std::size_t i = 0; i < p.size(); ++i) factor[i] = scale_factor(application, p.scale[i]);
+  const ParamLayout layout = impl::checked_layout(x, q, p, "quantize");
+  const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, q, layout, [&](float v, Q& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
     out = static_cast<Q>(quantize_value(v, factor[i], application, p.zero_point[i], p.range, round));
@@ -80,10 +91,7 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
 
 template <class Q, int RI, int RO>
 void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x) {
-  impl::expect_same_shape(q, x, "dequantize");
-  p.validate(q.name());
-  const ParamLayout layout(q.shape(), p.granularity, q.name());
-  layout.expect_count(static_cast<std::int64_t>(p.size()), q.name());
+  const ParamLayout layout = impl::checked_layout(q, x, p, "dequantize");
   impl::for_each_pair(q, x, layout, [&](Q v, float& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
     out = dequantize_value(static_cast<std::int32_t>(v), p.scale[i], p.zero_point[i]);
@@ -95,12 +103,8 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
                    const Rounding& round = {},
                    ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::fake_quantize: input must be float");
-  impl::expect_same_shape(x, y, "fake_quantize");
-  p.validate(x.name());
-  const ParamLayout layout(x.shape(), p.granularity, x.name());
-  layout.expect_count(static_cast<std::int64_t>(p.size()), x.name());
-  std::vector<float> factor(p.size());
-  for (std::size_t i = 0; i < p.size(); ++i) factor[i] = scale_factor(application, p.scale[i]);
+  const ParamLayout layout = impl::checked_layout(x, y, p, "fake_quantize");
+  const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, y, layout, [&](float v, float& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
     const std::int32_t qv =
