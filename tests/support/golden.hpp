@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -55,7 +56,14 @@ template <class T>
 std::vector<T> int_vector(const nlohmann::json& j) {
   std::vector<T> v;
   v.reserve(j.size());
-  for (const auto& e : j) v.push_back(static_cast<T>(e.get<std::int64_t>()));
+  for (const auto& e : j) {
+    const auto w = e.get<std::int64_t>();
+    if (w < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+        w > static_cast<std::int64_t>(std::numeric_limits<T>::max()))
+      throw std::runtime_error("golden value " + std::to_string(w) +
+                               " does not fit the integer type the test reads it as");
+    v.push_back(static_cast<T>(w));
+  }
   return v;
 }
 

@@ -327,12 +327,13 @@ def gen_double_shift(rng):
              (1, 31), (16, 31)]
     for s1, s2 in pairs:
         accs = interesting_accs(rng, 8)
-        # ties of the final shift: acc * (1 + 2^s1) = k * 2^s2 + 2^(s2-1)
-        for a in range(-4 << s2, 4 << s2, max(1, (1 << s2) // 64)):
-            if ((a + (a << s1) + (1 << (s2 - 1))) & ((1 << s2) - 1)) == 0:
+        # exact ties of the final shift: acc * (1 + 2^s1) + 2^(s2-1) = 0 mod 2^s2 exactly
+        # for acc = (2k + 1) * 2^(s2-1) (1 + 2^s1 is odd)
+        for k in (-3, -2, -1, 0, 1, 2):
+            a = (2 * k + 1) << (s2 - 1)
+            if fits_i32(a):
+                assert ((a + (a << s1) + (1 << (s2 - 1))) & ((1 << s2) - 1)) == 0
                 accs.append(a)
-            if len(accs) > 40:
-                break
         out.append({"s1": s1, "s2": s2, "acc": accs,
                     "result": [double_shift(a, s1, s2) for a in accs]})
     return out
@@ -406,6 +407,10 @@ def main():
         "single_shift": gen_single_shift(random.Random(17)),
         "double_shift": gen_double_shift(random.Random(18)),
     }
+    for sec in ("multiply_by_quantized_multiplier", "requantize_from_real", "requantize_output",
+                "single_shift", "double_shift"):
+        for c in doc[sec]:
+            assert all(fits_i32(v) for v in c.get("acc", c.get("x", []))), sec
     write(os.path.join(args.out, "requant.json"), doc)
 
 
