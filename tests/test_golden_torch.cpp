@@ -258,3 +258,106 @@ TEST_CASE("golden torch: fake_quantize_per_tensor_affine / fake_quantize_per_cha
   }
   MESSAGE("fake_quantize: ", values, " values in ", cases.size(), " cases");
 }
+
+// ---------------------------------------------------------------------------------------------
+// End to end: Quantizer<Scheme<..., PyTorchConvention, MultiplyByReciprocal>> observes the
+// case's data, derives its parameters and quantizes — against the cases whose scale and zero
+// point PyTorch's MinMaxObserver / PerChannelMinMaxObserver derived from that same data.
+
+namespace {
+
+template <class S>
+int run_quantizer_case(const json& c, const std::vector<float>& x, const qk::Dims& shape) {
+  const std::string name = c.at("name").get<std::string>();
+  qk::Quantizer<S> qz(name);
+  const auto in = qk::with_shape(x, shape, name);
+  qz.observe(in);
+  const auto& p = qz.params();
+  const auto want_s = c.at("scale").is_array() ? qt::f32_vector(c.at("scale"))
+                                               : std::vector<float>{qt::as_f32(c.at("scale"))};
+  const auto want_z = c.at("zero_point").is_array()
+                          ? qt::int_vector<std::int32_t>(c.at("zero_point"))
+                          : std::vector<std::int32_t>{c.at("zero_point").get<std::int32_t>()};
+  REQUIRE(p.size() == want_s.size());
+  int bad = 0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    if (qt::float_bits(p.scale[i]) == qt::float_bits(want_s[i]) && p.zero_point[i] == want_z[i])
+      continue;
+    ++bad;
+    INFO(name, " params[", i, "]: quantkit (", qt::show(p.scale[i]), ", ", p.zero_point[i],
+         "), PyTorch observer (", qt::show(want_s[i]), ", ", want_z[i], ")");
+    CHECK(qt::float_bits(p.scale[i]) == qt::float_bits(want_s[i]));
+    CHECK(p.zero_point[i] == want_z[i]);
+  }
+  std::vector<std::int32_t> q(x.size());
+  qz.quantize(in, qk::with_shape(q, shape));
+  bad += compare_ints(name, "quantizer q", q, c.at("q"), &x);
+  std::vector<float> y(x.size());
+  qz.dequantize(qk::with_shape(q, shape), qk::with_shape(y, shape));
+  bad += compare_floats(name, "quantizer dequant", y, c.at("dequant"));
+  return bad;
+}
+
+template <class Format, class Symmetry, class Granularity>
+using TorchScheme = qk::Scheme<Format, Symmetry, Granularity, qk::RoundHalfEven,
+                               qk::MultiplyByReciprocal, qk::PyTorchConvention>;
+
+template <class Granularity>
+bool dispatch_format(const json& c, const std::vector<float>& x, const qk::Dims& shape,
+                     const std::string& dtype, bool symmetric) {
+  if (dtype == "quint8" && !symmetric)
+    return run_quantizer_case<TorchScheme<qk::UInt8, qk::Affine, Granularity>>(c, x, shape), true;
+  if (dtype == "quint8" && symmetric)
+    return run_quantizer_case<TorchScheme<qk::UInt8, qk::Symmetric, Granularity>>(c, x, shape), true;
+  if (dtype == "qint8" && !symmetric)
+    return run_quantizer_case<TorchScheme<qk::Int8, qk::Affine, Granularity>>(c, x, shape), true;
+  if (dtype == "qint8" && symmetric)
+    return run_quantizer_case<TorchScheme<qk::Int8, qk::Symmetric, Granularity>>(c, x, shape), true;
+  return false;
+}
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+}  // namespace
+
+TEST_CASE("golden torch: Quantizer end to end (MinMax observer, params, quantize, dequantize)") {
+  int ran = 0;
+  {
+    const json doc = qt::load_golden("torch_quantize_per_tensor.json");
+    for (const json& c : doc.at("cases")) {
+      const std::string name = c.at("name").get<std::string>();
+      CAPTURE(name);
+      // "<dtype>/<distribution>/per_tensor_<affine|symmetric>": parameters from the observer
+      const auto pos = name.find("/per_tensor_");
+      if (pos == std::string::npos) continue;
+      const std::string dtype = c.at("dtype").get<std::string>();
+      const auto x = qt::f32_vector(c.at("x"));
+      ran += dispatch_format<qk::PerTensor>(c, x, qk::Dims{static_cast<std::int64_t>(x.size())},
+                                            dtype, name.find("symmetric", pos) != std::string::npos);
+    }
+  }
+  {
+    const json doc = qt::load_golden("torch_quantize_per_channel.json");
+    for (const json& c : doc.at("cases")) {
+      const std::string name = c.at("name").get<std::string>();
+      CAPTURE(name);
+      // "<dtype>/per_channel_<sym>/shape.../axisA/<distribution>" (not "/saturate"): observer
+      if (!starts_with(name.substr(name.find('/') + 1), "per_channel_") ||
+          name.find("/saturate") != std::string::npos)
+        continue;
+      const std::string dtype = c.at("dtype").get<std::string>();
+      const bool symmetric = name.find("per_channel_symmetric") != std::string::npos;
+      const auto x = qt::f32_vector(c.at("x"));
+      const qk::Dims shape = dims_of(c.at("shape"));
+      switch (c.at("axis").get<int>()) {
+        case 0: ran += dispatch_format<qk::PerChannel<0>>(c, x, shape, dtype, symmetric); break;
+        case 1: ran += dispatch_format<qk::PerChannel<1>>(c, x, shape, dtype, symmetric); break;
+        case 2: ran += dispatch_format<qk::PerChannel<2>>(c, x, shape, dtype, symmetric); break;
+        case 3: ran += dispatch_format<qk::PerChannel<3>>(c, x, shape, dtype, symmetric); break;
+        default: FAIL("unexpected axis in " << name);
+      }
+    }
+  }
+  MESSAGE("Quantizer end to end: ", ran, " cases");
+  CHECK(ran >= 40);
+}
