@@ -1149,7 +1149,9 @@ class MinMaxObserver {
 namespace quantkit {
 namespace ref {
 
-// (a * b * 2) / 2^32 rounded to nearest, ties away from zero; INT32_MIN * INT32_MIN saturates.
+// (a * b * 2) / 2^32 rounded to nearest; ties go toward +infinity (the nudge is 2^30 for
+// ab >= 0 and 1 - 2^30 below, then truncation): SRDHM(3, 2^30) = 2, SRDHM(-3, 2^30) = -1.
+// INT32_MIN * INT32_MIN saturates.
 constexpr std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
   if (a == b && a == std::numeric_limits<std::int32_t>::min())
     return std::numeric_limits<std::int32_t>::max();
@@ -1476,8 +1478,8 @@ void unpack(const std::uint8_t* packed, std::size_t count, int bits, bool is_sig
 // is tested against, bit for bit. Deliberately plain; not tuned.
 //
 // quantize:   q = clamp(R(x / s) + z, qmin, qmax)   (or R(x * (1/s)) with MultiplyByReciprocal)
-//             computed in float32: R gives an integral float, z is added and the sum clamped in
-//             float, then converted — identical to ONNX's saturate(round(x/s) + z) and PyTorch's
+//             computed in float32: R gives an integral float, z is added and the sum clamped
+//             (exactly, in double), then converted — identical to ONNX's saturate(round(x/s) + z) and PyTorch's
 //             clamp(z + nearbyint(x * inv_s)) for every input.
 //             NaN -> z (the code of 0.0); +Inf -> qmax; -Inf -> qmin.
 // dequantize: x = float(q - z) * s                   (ONNX DequantizeLinear, PyTorch)
@@ -1499,9 +1501,11 @@ inline std::int32_t quantize_value(float x, float factor, ScaleApplicationKind a
                                    std::int32_t zero_point, IntRange r, const Rounding& round) {
   if (std::isnan(x)) return zero_point;
   const float t = apply_scale(application, x, factor);
-  const float v = round(t) + static_cast<float>(zero_point);
+  // Clamped in double: float(INT32_MAX) is 2^31, which would not convert back to int32.
+  // For formats of up to 16 bits this equals clamping in float (what the kernels do).
+  const double v = static_cast<double>(round(t)) + zero_point;
   return static_cast<std::int32_t>(
-      std::min(std::max(v, static_cast<float>(r.qmin)), static_cast<float>(r.qmax)));
+      std::min(std::max(v, static_cast<double>(r.qmin)), static_cast<double>(r.qmax)));
 }
 
 inline float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) {

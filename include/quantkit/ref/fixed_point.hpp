@@ -10,7 +10,9 @@
 namespace quantkit {
 namespace ref {
 
-// (a * b * 2) / 2^32 rounded to nearest, ties away from zero; INT32_MIN * INT32_MIN saturates.
+// (a * b * 2) / 2^32 rounded to nearest; ties go toward +infinity (the nudge is 2^30 for
+// ab >= 0 and 1 - 2^30 below, then truncation): SRDHM(3, 2^30) = 2, SRDHM(-3, 2^30) = -1.
+// INT32_MIN * INT32_MIN saturates.
 constexpr std::int32_t saturating_rounding_doubling_high_mul(std::int32_t a, std::int32_t b) {
   if (a == b && a == std::numeric_limits<std::int32_t>::min())
     return std::numeric_limits<std::int32_t>::max();

@@ -2,8 +2,8 @@
 // is tested against, bit for bit. Deliberately plain; not tuned.
 //
 // quantize:   q = clamp(R(x / s) + z, qmin, qmax)   (or R(x * (1/s)) with MultiplyByReciprocal)
-//             computed in float32: R gives an integral float, z is added and the sum clamped in
-//             float, then converted — identical to ONNX's saturate(round(x/s) + z) and PyTorch's
+//             computed in float32: R gives an integral float, z is added and the sum clamped
+//             (exactly, in double), then converted — identical to ONNX's saturate(round(x/s) + z) and PyTorch's
 //             clamp(z + nearbyint(x * inv_s)) for every input.
 //             NaN -> z (the code of 0.0); +Inf -> qmax; -Inf -> qmin.
 // dequantize: x = float(q - z) * s                   (ONNX DequantizeLinear, PyTorch)
@@ -31,9 +31,11 @@ inline std::int32_t quantize_value(float x, float factor, ScaleApplicationKind a
                                    std::int32_t zero_point, IntRange r, const Rounding& round) {
   if (std::isnan(x)) return zero_point;
   const float t = apply_scale(application, x, factor);
-  const float v = round(t) + static_cast<float>(zero_point);
+  // Clamped in double: float(INT32_MAX) is 2^31, which would not convert back to int32.
+  // For formats of up to 16 bits this equals clamping in float (what the kernels do).
+  const double v = static_cast<double>(round(t)) + zero_point;
   return static_cast<std::int32_t>(
-      std::min(std::max(v, static_cast<float>(r.qmin)), static_cast<float>(r.qmax)));
+      std::min(std::max(v, static_cast<double>(r.qmin)), static_cast<double>(r.qmax)));
 }
 
 inline float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) {
