@@ -1,0 +1,203 @@
+// Executor<Mode>: runs a graph::Graph node by node in topological order.
+//
+//   quantkit::Executor<> run(graph);                       // FloatMode
+//   auto out = run.run({{"x", x}});                       // graph outputs
+//   auto all = run.run({{"x", x}}, {{"conv1_out"}, true}); // chosen outputs + every intermediate
+//
+// Modes: FloatMode (float reference, quantized ONNX ops run exactly as their definitions say).
+// A mode supplies the op registry; later modes (fake-quant, integer-only) supply their own
+// registries and/or observe values through RunOptions::on_node.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "quantkit/error.hpp"
+#include "quantkit/executor/builtin_ops.hpp"
+#include "quantkit/executor/registry.hpp"
+#include "quantkit/graph/graph.hpp"
+#include "quantkit/graph/tensor.hpp"
+#include "quantkit/tensor/tensor_traits.hpp"
+
+namespace quantkit {
+
+struct FloatMode {
+  static constexpr const char* name = "float";
+  static const OpRegistry& registry() { return builtin_ops(); }
+};
+
+// Copies any adapted tensor (Eigen, std::vector + shape, a user type, a View) into an owning
+// graph::Tensor, e.g. run.run({{"x", quantkit::to_tensor(my_tensor)}}).
+template <class T>
+graph::Tensor to_tensor(T&& t) {
+  return graph::Tensor::from_view(make_view(std::forward<T>(t)));
+}
+
+struct RunOptions {
+  // Values to compute (graph outputs when empty). Only the nodes they need are run.
+  std::vector<std::string> outputs;
+  // Return every value computed on the way (for layer-wise comparison), not only `outputs`.
+  bool keep_intermediates = false;
+  // Called after each node with its inputs and outputs (calibration, tracing, debugging).
+  std::function<void(const graph::Node&, const std::vector<const graph::Tensor*>&,
+                     const std::vector<graph::Tensor>&)>
+      on_node;
+};
+
+template <class Mode = FloatMode>
+class Executor {
+ public:
+  using Tensor = graph::Tensor;
+  using TensorMap = std::map<std::string, Tensor>;
+
+  // Validates the graph (dangling inputs, duplicate outputs, cycles) and that every op has an
+  // implementation: errors name the node, the op and the file.
+  explicit Executor(graph::Graph g, const OpRegistry& registry = Mode::registry())
+      : graph_(std::move(g)), registry_(&registry) {
+    order_ = graph_.topological_order();
+    functions_.resize(graph_.nodes.size());
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_->get(graph_.nodes[i]);
+    producer_ = graph_.producers();
+  }
+
+  const graph::Graph& graph() const { return graph_; }
+
+  TensorMap run(const TensorMap& inputs, const RunOptions& options = {}) const {
+    check_inputs(inputs);
+    std::vector<std::string> wanted = options.outputs;
+    if (wanted.empty())
+      for (const auto& o : graph_.outputs) wanted.push_back(o.name);
+    const std::vector<bool> needed = needed_nodes(wanted, inputs);
+
+    // Remaining uses of each value by the nodes still to run, to free intermediates early.
+    std::unordered_map<std::string, std::size_t> uses;
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i)
+      if (needed[i])
+        for (const auto& in : graph_.nodes[i].inputs)
+          if (!in.empty()) ++uses[in];
+    const std::set<std::string> keep(wanted.begin(), wanted.end());
+
+    TensorMap values;
+    auto lookup = [&](const std::string& v) -> const Tensor* {
+      if (auto it = values.find(v); it != values.end()) return &it->second;
+      if (auto it = inputs.find(v); it != inputs.end()) return &it->second;
+      if (auto it = graph_.initializers.find(v); it != graph_.initializers.end()) return &it->second;
+      return nullptr;
+    };
+
+    for (std::size_t idx : order_) {
+      if (!needed[idx]) continue;
+      const graph::Node& node = graph_.nodes[idx];
+      std::vector<const Tensor*> in(node.inputs.size(), nullptr);
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        if (node.inputs[k].empty()) continue;
+        in[k] = lookup(node.inputs[k]);
+        if (!in[k]) node.fail("input '", node.inputs[k], "' has no value (not fed and not produced)");
+      }
+      OpContext ctx(node, opset_of(node), in);
+      run_node(node, functions_[idx], ctx);
+      for (std::size_t k = 0; k < node.outputs.size(); ++k) {
+        if (node.outputs[k].empty()) continue;
+        if (ctx.output(k).empty())
+          node.fail("produced no value for output '", node.outputs[k], "'");
+      }
+      if (options.on_node) options.on_node(node, in, ctx.outputs());
+      for (std::size_t k = 0; k < node.outputs.size(); ++k)
+        if (!node.outputs[k].empty()) values[node.outputs[k]] = std::move(ctx.output(k));
+      if (!options.keep_intermediates)
+        for (const auto& v : node.inputs)
+          if (!v.empty() && --uses[v] == 0 && !keep.count(v)) values.erase(v);
+    }
+
+    TensorMap result;
+    if (options.keep_intermediates) result = std::move(values);
+    for (const auto& w : wanted) {
+      if (result.count(w)) continue;
+      if (const Tensor* t = lookup(w)) {
+        result[w] = *t;
+        result[w].set_name(w);
+      } else {
+        graph_.fail("requested output '", w, "' was not computed");
+      }
+    }
+    return result;
+  }
+
+ private:
+  std::int64_t opset_of(const graph::Node& node) const {
+    if (node.domain.empty() || node.domain == "ai.onnx") return graph_.opset;
+    auto it = graph_.opsets.find(node.domain);
+    return it == graph_.opsets.end() ? 1 : it->second;
+  }
+
+  static void run_node(const graph::Node& node, OpFunction fn, OpContext& ctx) {
+    try {
+      fn(ctx);
+    } catch (const Error& e) {
+      // Errors raised below the op (reference functions, tensors) get the node's name.
+      const std::string what = e.what();
+      const std::string about = node.describe();
+      if (what.find(about) != std::string::npos) throw;
+      const std::string prefix = "quantkit: ";
+      throw Error(about + ": " + (what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what));
+    }
+  }
+
+  void check_inputs(const TensorMap& inputs) const {
+    for (const auto& decl : graph_.inputs) {
+      auto it = inputs.find(decl.name);
+      if (it == inputs.end()) continue;  // may be unneeded for the requested outputs
+      const Tensor& t = it->second;
+      if (decl.dtype != graph::DType::undefined && t.dtype() != decl.dtype)
+        graph_.fail("input '", decl.name, "' has element type ", graph::to_string(t.dtype()), "; expected ",
+                    graph::to_string(decl.dtype));
+      if (!decl.has_shape) continue;
+      bool ok = static_cast<std::size_t>(t.rank()) == decl.dims.size();
+      for (std::size_t d = 0; ok && d < decl.dims.size(); ++d)
+        ok = decl.dims[d] < 0 || decl.dims[d] == t.dim(static_cast<int>(d));
+      if (!ok)
+        graph_.fail("input '", decl.name, "' has shape ", t.shape().to_string(), "; expected ", decl.shape_string());
+    }
+    for (const auto& kv : inputs)
+      if (!graph_.is_input(kv.first) && !graph_.is_initializer(kv.first))
+        graph_.fail("fed value '", kv.first, "' is not a graph input or initializer");
+  }
+
+  // Nodes needed for `wanted`, failing on values nobody produces or feeds.
+  std::vector<bool> needed_nodes(const std::vector<std::string>& wanted, const TensorMap& inputs) const {
+    std::vector<bool> needed(graph_.nodes.size(), false);
+    std::vector<std::string> stack(wanted.begin(), wanted.end());
+    std::set<std::string> seen;
+    while (!stack.empty()) {
+      const std::string v = stack.back();
+      stack.pop_back();
+      if (v.empty() || !seen.insert(v).second) continue;
+      if (inputs.count(v)) continue;
+      auto p = producer_.find(v);
+      if (p == producer_.end()) {
+        if (graph_.is_initializer(v)) continue;
+        if (graph_.is_input(v)) graph_.fail("input '", v, "' is needed but was not given");
+        graph_.fail("requested value '", v, "' is not produced by any node, input or initializer");
+      }
+      if (needed[p->second]) continue;
+      needed[p->second] = true;
+      for (const auto& in : graph_.nodes[p->second].inputs) stack.push_back(in);
+    }
+    return needed;
+  }
+
+  graph::Graph graph_;
+  const OpRegistry* registry_;
+  std::vector<std::size_t> order_;
+  std::vector<OpFunction> functions_;
+  std::unordered_map<std::string, std::size_t> producer_;
+};
+
+}  // namespace quantkit

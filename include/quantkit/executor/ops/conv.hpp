@@ -1,0 +1,217 @@
+// Convolution: window geometry (shared with pooling), im2col + Eigen GEMM, the float Conv op.
+// 1-D, 2-D and 3-D; groups (depthwise), strides, pads, auto_pad, dilations.
+// ConvInteger and QLinearConv (ops/quantized.hpp) use conv_core<std::int32_t>.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "quantkit/executor/ops/common.hpp"
+
+namespace quantkit {
+namespace ops {
+
+inline constexpr int max_spatial = 3;
+
+// Sliding-window geometry of Conv/ConvInteger/QLinearConv/MaxPool/AveragePool, as ONNX
+// defines it (opset <= 17). Spatial dimensions are padded to 3 with unit extents in front, so
+// the kernels loop over exactly three.
+struct WindowGeometry {
+  int spatial = 0;  // real number of spatial dimensions (1..3)
+  std::array<std::int64_t, max_spatial> in{1, 1, 1}, kernel{1, 1, 1}, stride{1, 1, 1},
+      dilation{1, 1, 1}, pad_begin{0, 0, 0}, pad_end{0, 0, 0}, out{1, 1, 1};
+
+  std::int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
+  std::int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  std::int64_t out_size() const { return out[0] * out[1] * out[2]; }
+};
+
+// x_shape: N x C x spatial...; kernel: the window extents (from the weights or kernel_shape).
+// ceil_mode applies to pooling only.
+inline WindowGeometry window_geometry(const OpContext& ctx, const Dims& x_shape,
+                                      const std::vector<std::int64_t>& kernel, bool ceil_mode = false) {
+  const auto& node = ctx.node();
+  const int s = x_shape.rank - 2;
+  if (s < 1 || s > max_spatial)
+    ctx.fail("input shape ", x_shape.to_string(), " has ", s, " spatial dimensions; expected 1 to ",
+             max_spatial, " (input N x C x D1 [x D2 [x D3]])");
+  if (static_cast<int>(kernel.size()) != s)
+    ctx.fail("kernel has ", kernel.size(), " dimensions for ", s, " spatial dimensions of input ",
+             x_shape.to_string());
+  const auto strides = node.attr_ints("strides", std::vector<std::int64_t>(s, 1));
+  const auto dilations = node.attr_ints("dilations", std::vector<std::int64_t>(s, 1));
+  auto pads = node.attr_ints("pads", std::vector<std::int64_t>(2 * s, 0));
+  const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+  if (static_cast<int>(strides.size()) != s) ctx.fail("attribute 'strides' has ", strides.size(), " values; expected ", s);
+  if (static_cast<int>(dilations.size()) != s) ctx.fail("attribute 'dilations' has ", dilations.size(), " values; expected ", s);
+  if (static_cast<int>(pads.size()) != 2 * s) ctx.fail("attribute 'pads' has ", pads.size(), " values; expected ", 2 * s);
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    ctx.fail("attribute 'auto_pad' is '", auto_pad, "'; expected NOTSET, VALID, SAME_UPPER or SAME_LOWER");
+
+  WindowGeometry g;
+  g.spatial = s;
+  const int off = max_spatial - s;
+  for (int i = 0; i < s; ++i) {
+    const int k = off + i;
+    g.in[k] = x_shape[2 + i];
+    g.kernel[k] = kernel[i];
+    g.stride[k] = strides[i];
+    g.dilation[k] = dilations[i];
+    if (kernel[i] < 1) ctx.fail("kernel extent ", kernel[i], " in spatial dimension ", i, "; expected >= 1");
+    if (strides[i] < 1) ctx.fail("stride ", strides[i], " in spatial dimension ", i, "; expected >= 1");
+    if (dilations[i] < 1) ctx.fail("dilation ", dilations[i], " in spatial dimension ", i, "; expected >= 1");
+    const std::int64_t eff = (kernel[i] - 1) * dilations[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const std::int64_t out = (g.in[k] + strides[i] - 1) / strides[i];
+      const std::int64_t total = std::max<std::int64_t>(0, (out - 1) * strides[i] + eff - g.in[k]);
+      const std::int64_t small = total / 2, large = total - small;
+      g.pad_begin[k] = auto_pad == "SAME_UPPER" ? small : large;
+      g.pad_end[k] = auto_pad == "SAME_UPPER" ? large : small;
+      g.out[k] = out;
+      continue;
+    }
+    if (auto_pad == "VALID") {
+      g.pad_begin[k] = g.pad_end[k] = 0;
+    } else {
+      g.pad_begin[k] = pads[i];
+      g.pad_end[k] = pads[s + i];
+      if (pads[i] < 0 || pads[s + i] < 0) ctx.fail("negative pads ", pads[i], ", ", pads[s + i], "; expected >= 0");
+    }
+    const std::int64_t span = g.in[k] + g.pad_begin[k] + g.pad_end[k] - eff;
+    if (span < 0)
+      ctx.fail("window of extent ", eff, " (kernel ", kernel[i], ", dilation ", dilations[i],
+               ") is larger than the padded input extent ", g.in[k] + g.pad_begin[k] + g.pad_end[k],
+               " in spatial dimension ", i);
+    std::int64_t out = (ceil_mode ? (span + strides[i] - 1) / strides[i] : span / strides[i]) + 1;
+    // A window that would start in the end padding is dropped (PyTorch/ONNX ceil_mode rule).
+    if (ceil_mode && (out - 1) * strides[i] >= g.in[k] + g.pad_begin[k]) --out;
+    g.out[k] = out;
+  }
+  return g;
+}
+
+// Column matrix (C*K rows, P columns) of one image x (C x in) with `pad` outside the input.
+template <class T>
+void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col) {
+  const std::int64_t P = g.out_size(), in_size = g.in_size();
+  std::int64_t row = 0;
+  for (std::int64_t c = 0; c < channels; ++c) {
+    const T* src = x + c * in_size;
+    for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
+      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++row) {
+          T* dst = col + row * P;
+          for (std::int64_t od = 0; od < g.out[0]; ++od) {
+            const std::int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+            T* dst_d = dst + od * g.out[1] * g.out[2];
+            if (id < 0 || id >= g.in[0]) {
+              std::fill(dst_d, dst_d + g.out[1] * g.out[2], pad);
+              continue;
+            }
+            for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
+              const std::int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+              T* dst_h = dst_d + oh * g.out[2];
+              if (ih < 0 || ih >= g.in[1]) {
+                std::fill(dst_h, dst_h + g.out[2], pad);
+                continue;
+              }
+              const T* src_row = src + (id * g.in[1] + ih) * g.in[2];
+              for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
+                const std::int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+                dst_h[ow] = (iw < 0 || iw >= g.in[2]) ? pad : src_row[iw];
+              }
+            }
+          }
+        }
+  }
+}
+
+inline bool is_pointwise(const WindowGeometry& g) {
+  for (int k = 0; k < max_spatial; ++k)
+    if (g.kernel[k] != 1 || g.stride[k] != 1 || g.pad_begin[k] != 0 || g.pad_end[k] != 0)
+      return false;
+  return true;
+}
+
+// Checks X (N x C x ...) against W (M x C/group x k...) and returns the geometry.
+inline WindowGeometry conv_geometry(const OpContext& ctx, const Dims& x, const Dims& w, std::int64_t group) {
+  if (w.rank != x.rank)
+    ctx.fail("weight shape ", w.to_string(), " has rank ", w.rank, "; expected the input's rank ", x.rank,
+             " (input ", x.to_string(), ")");
+  if (group < 1) ctx.fail("attribute 'group' is ", group, "; expected >= 1");
+  if (x[1] != w[1] * group)
+    ctx.fail("input has ", x[1], " channels but weight ", w.to_string(), " with group ", group,
+             " expects ", w[1] * group);
+  if (w[0] % group != 0)
+    ctx.fail("weight has ", w[0], " output channels; expected a multiple of group ", group);
+  std::vector<std::int64_t> kernel(w.value.begin() + 2, w.value.begin() + w.rank);
+  const auto ks = ctx.node().attr_ints("kernel_shape", kernel);
+  if (ks != kernel)
+    ctx.fail("attribute 'kernel_shape' does not match the weight shape ", w.to_string());
+  return window_geometry(ctx, x, kernel);
+}
+
+// y (N x M x out) = conv(x (N x C x in), w (M x C/group x kernel)) with `pad` outside x.
+// T is float (reference path) or std::int32_t (exact integer path).
+template <class T>
+void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int64_t group,
+               const WindowGeometry& g, T pad, T* y) {
+  const std::int64_t N = xs[0], C = xs[1], M = ws[0];
+  const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
+  const std::int64_t in_size = g.in_size();
+  const bool pointwise = is_pointwise(g);
+  std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(Cg * K * P));
+  for (std::int64_t n = 0; n < N; ++n) {
+    for (std::int64_t gi = 0; gi < group; ++gi) {
+      const T* xg = x + (n * C + gi * Cg) * in_size;
+      const T* cp = xg;
+      if (!pointwise) {
+        im2col(xg, Cg, g, pad, col.data());
+        cp = col.data();
+      }
+      ConstMatrixMap<T> wm(w + gi * Mg * Cg * K, Mg, Cg * K);
+      ConstMatrixMap<T> cm(cp, Cg * K, P);
+      MatrixMap<T> ym(y + (n * M + gi * Mg) * P, Mg, P);
+      ym.noalias() = wm * cm;
+    }
+  }
+}
+
+inline Dims conv_output_shape(const Dims& x, std::int64_t m, const WindowGeometry& g) {
+  Dims out = x;
+  out[1] = m;
+  for (int i = 0; i < g.spatial; ++i) out[2 + i] = g.out[max_spatial - g.spatial + i];
+  return out;
+}
+
+inline void op_conv(OpContext& ctx) {
+  const Tensor& x = ctx.input(0, DType::float32);
+  const Tensor& w = ctx.input(1, DType::float32);
+  const std::int64_t group = ctx.node().attr_int("group", 1);
+  const WindowGeometry g = conv_geometry(ctx, x.shape(), w.shape(), group);
+  const std::int64_t M = w.dim(0);
+  Tensor y(DType::float32, conv_output_shape(x.shape(), M, g));
+  conv_core<float>(x.data<float>(), x.shape(), w.data<float>(), w.shape(), group, g, 0.0f,
+                   y.data<float>());
+  if (const Tensor* b = ctx.optional_input(2)) {
+    if (b->dtype() != DType::float32 || b->size() != M)
+      ctx.fail("bias is ", graph::to_string(b->dtype()), " ", b->shape().to_string(), "; expected float32 [", M, "]");
+    const float* pb = b->data<float>();
+    float* py = y.data<float>();
+    const std::int64_t P = g.out_size();
+    for (std::int64_t n = 0; n < x.dim(0); ++n)
+      for (std::int64_t m = 0; m < M; ++m) {
+        float* row = py + (n * M + m) * P;
+        for (std::int64_t p = 0; p < P; ++p) row[p] += pb[m];
+      }
+  }
+  ctx.set_output(0, std::move(y));
+}
+
+inline void register_conv_ops(OpRegistry& r) { r.add("Conv", op_conv); }
+
+}  // namespace ops
+}  // namespace quantkit

@@ -1,0 +1,105 @@
+// Gemm and MatMul (numpy semantics: 1-D promotion, broadcast batch dimensions), with Eigen.
+// MatMulInteger and QLinearMatMul (ops/quantized.hpp) use matmul_core<std::int32_t>.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "quantkit/executor/ops/common.hpp"
+
+namespace quantkit {
+namespace ops {
+
+// Shapes of a numpy matmul: batch shape, M, K, N and the result shape.
+struct MatMulShape {
+  Dims batch;       // broadcast batch dimensions
+  Dims a_batch, b_batch;
+  std::int64_t M = 1, K = 1, N = 1;
+  Dims out;
+};
+
+inline MatMulShape matmul_shape(const OpContext& ctx, const Dims& a, const Dims& b) {
+  if (a.rank < 1 || b.rank < 1)
+    ctx.fail("inputs of shapes ", a.to_string(), " and ", b.to_string(), "; expected rank >= 1");
+  MatMulShape s;
+  s.M = a.rank >= 2 ? a[a.rank - 2] : 1;
+  s.K = a[a.rank - 1];
+  const std::int64_t kb = b.rank >= 2 ? b[b.rank - 2] : b[0];
+  s.N = b.rank >= 2 ? b[b.rank - 1] : 1;
+  if (s.K != kb)
+    ctx.fail("inner dimensions differ: A ", a.to_string(), " has K = ", s.K, ", B ", b.to_string(),
+             " has K = ", kb, "; expected equal");
+  s.a_batch.rank = std::max(0, a.rank - 2);
+  for (int i = 0; i < s.a_batch.rank; ++i) s.a_batch[i] = a[i];
+  s.b_batch.rank = std::max(0, b.rank - 2);
+  for (int i = 0; i < s.b_batch.rank; ++i) s.b_batch[i] = b[i];
+  s.batch = broadcast_shapes(ctx, s.a_batch, s.b_batch);
+  std::vector<std::int64_t> out(s.batch.value.begin(), s.batch.value.begin() + s.batch.rank);
+  if (a.rank >= 2) out.push_back(s.M);
+  if (b.rank >= 2) out.push_back(s.N);
+  s.out = dims_of(ctx, out);
+  return s;
+}
+
+// out (batch x M x N) = a (batch_a x M x K) * b (batch_b x K x N), batches broadcast.
+template <class T>
+void matmul_core(const T* a, const T* b, const MatMulShape& s, T* out) {
+  const Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);
+  const std::int64_t am = s.M * s.K, bm = s.K * s.N, om = s.M * s.N;
+  for_each_broadcast(s.batch, sa, sb, [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
+    ConstMatrixMap<T> A(a + ia * am, s.M, s.K);
+    ConstMatrixMap<T> B(b + ib * bm, s.K, s.N);
+    MatrixMap<T> C(out + o * om, s.M, s.N);
+    C.noalias() = A * B;
+  });
+}
+
+inline void op_matmul(OpContext& ctx) {
+  const Tensor& a = ctx.input(0, DType::float32);
+  const Tensor& b = ctx.input(1, DType::float32);
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  Tensor y(DType::float32, s.out);
+  matmul_core<float>(a.data<float>(), b.data<float>(), s, y.data<float>());
+  ctx.set_output(0, std::move(y));
+}
+
+inline void op_gemm(OpContext& ctx) {
+  const auto& node = ctx.node();
+  const Tensor& a = ctx.input(0, DType::float32);
+  const Tensor& b = ctx.input(1, DType::float32);
+  if (a.rank() != 2 || b.rank() != 2)
+    ctx.fail("inputs of shapes ", a.shape().to_string(), " and ", b.shape().to_string(), "; expected matrices");
+  const bool ta = node.attr_int("transA", 0) != 0, tb = node.attr_int("transB", 0) != 0;
+  const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+  const std::int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
+  const std::int64_t Kb = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
+  if (K != Kb)
+    ctx.fail("inner dimensions differ: A ", a.shape().to_string(), (ta ? " (transposed)" : ""), " and B ",
+             b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
+  Tensor y(DType::float32, Dims{M, N});
+  ConstMatrixMap<float> A(a.data<float>(), a.dim(0), a.dim(1));
+  ConstMatrixMap<float> B(b.data<float>(), b.dim(0), b.dim(1));
+  MatrixMap<float> Y(y.data<float>(), M, N);
+  if (ta && tb) Y.noalias() = A.transpose() * B.transpose();
+  else if (ta) Y.noalias() = A.transpose() * B;
+  else if (tb) Y.noalias() = A * B.transpose();
+  else Y.noalias() = A * B;
+  if (alpha != 1.0f) Y *= alpha;
+  if (const Tensor* c = ctx.optional_input(2)) {
+    if (c->dtype() != DType::float32) ctx.fail("input C has element type ", graph::to_string(c->dtype()), "; expected float32");
+    if (beta != 0.0f) {
+      const std::vector<float> cb = broadcast_to<float>(ctx, *c, y.shape());
+      float* py = y.data<float>();
+      for (std::size_t i = 0; i < cb.size(); ++i) py[i] += beta * cb[i];
+    }
+  }
+  ctx.set_output(0, std::move(y));
+}
+
+inline void register_gemm_ops(OpRegistry& r) {
+  r.add("Gemm", op_gemm);
+  r.add("MatMul", op_matmul);
+}
+
+}  // namespace ops
+}  // namespace quantkit

@@ -1,0 +1,112 @@
+// The op registry: op type -> implementation. Adding an op is one `add` call in its family's
+// register_*_ops function (executor/ops/*.hpp). An op type that is not registered is an error
+// naming the node and the op.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "quantkit/error.hpp"
+#include "quantkit/graph/graph.hpp"
+#include "quantkit/graph/tensor.hpp"
+
+namespace quantkit {
+
+// What an op implementation sees: its node, the model's opset, its inputs (nullptr for omitted
+// optional inputs) and the outputs it fills (one per node output; omitted outputs may be left
+// empty).
+class OpContext {
+ public:
+  using Tensor = graph::Tensor;
+  OpContext(const graph::Node& node, std::int64_t opset, std::vector<const Tensor*> inputs)
+      : node_(node), opset_(opset), inputs_(std::move(inputs)), outputs_(node.outputs.size()) {}
+
+  const graph::Node& node() const { return node_; }
+  std::int64_t opset() const { return opset_; }
+  std::size_t num_inputs() const { return inputs_.size(); }
+  std::size_t num_outputs() const { return outputs_.size(); }
+  bool has_input(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  bool wants_output(std::size_t i) const { return node_.has_output(i); }
+
+  const Tensor& input(std::size_t i) const {
+    if (!has_input(i))
+      fail("input ", i, " is missing; expected ", i + 1, " or more inputs");
+    return *inputs_[i];
+  }
+  const Tensor* optional_input(std::size_t i) const { return has_input(i) ? inputs_[i] : nullptr; }
+  // The input, checked to have element type `t`.
+  const Tensor& input(std::size_t i, graph::DType t) const {
+    const Tensor& x = input(i);
+    if (x.dtype() != t)
+      fail("input ", i, " ('", node_.inputs[i], "') has element type ", graph::to_string(x.dtype()),
+           "; expected ", graph::to_string(t));
+    return x;
+  }
+  Tensor& output(std::size_t i) { return outputs_.at(i); }
+  void set_output(std::size_t i, Tensor t) {
+    if (i >= outputs_.size()) return;  // the node did not ask for this optional output
+    t.set_name(node_.outputs[i]);
+    outputs_[i] = std::move(t);
+  }
+  std::vector<Tensor>& outputs() { return outputs_; }
+  const std::string& input_name(std::size_t i) const { return node_.inputs.at(i); }
+
+  template <class... Parts>
+  [[noreturn]] void fail(Parts&&... parts) const {
+    node_.fail(std::forward<Parts>(parts)...);
+  }
+
+ private:
+  const graph::Node& node_;
+  std::int64_t opset_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor> outputs_;
+};
+
+using OpFunction = void (*)(OpContext&);
+
+class OpRegistry {
+ public:
+  // Registers op_type in the default ONNX domain ("" or "ai.onnx") unless `domain` is given.
+  void add(const std::string& op_type, OpFunction fn, const std::string& domain = {}) {
+    ops_[key(domain, op_type)] = fn;
+  }
+  OpFunction find(const std::string& domain, const std::string& op_type) const {
+    auto it = ops_.find(key(domain, op_type));
+    return it == ops_.end() ? nullptr : it->second;
+  }
+  bool supports(const std::string& domain, const std::string& op_type) const {
+    return find(domain, op_type) != nullptr;
+  }
+  // The implementation of the node's op, or an error naming the node and op.
+  OpFunction get(const graph::Node& node) const {
+    OpFunction fn = find(node.domain, node.op_type);
+    if (!fn)
+      node.fail("unsupported op '", node.op_type, "'",
+                node.domain.empty() ? std::string() : " in domain '" + node.domain + "'",
+                "; expected one of: ", list());
+    return fn;
+  }
+  std::vector<std::string> op_types() const {
+    std::vector<std::string> v;
+    for (const auto& kv : ops_) v.push_back(kv.first);
+    return v;
+  }
+  std::string list() const {
+    std::string s;
+    for (const auto& kv : ops_) s += (s.empty() ? "" : ", ") + kv.first;
+    return s;
+  }
+
+ private:
+  static std::string key(const std::string& domain, const std::string& op) {
+    return (domain.empty() || domain == "ai.onnx") ? op : domain + "::" + op;
+  }
+  std::map<std::string, OpFunction> ops_;
+};
+
+}  // namespace quantkit
