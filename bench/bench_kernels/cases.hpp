@@ -1,0 +1,81 @@
+// What bench_kernels measures: one Case (operation x variant x granularity x size) run by one
+// Impl (a SIMD target, a plain loop, the scalar reference, memcpy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plain.hpp"
+
+namespace qk_bench {
+
+enum class Op { quantize, dequantize, fake_quantize, requantize };
+// per_tensor: shape [n]; per_channel: [kChannels, n / kChannels], axis 0 (weights: one
+// channel per row); per_group: [n / kRowLen, kRowLen], blocks of kBlock along axis 1.
+enum class Gran { per_tensor, per_channel, per_group };
+
+inline constexpr std::size_t kChannels = 64;
+inline constexpr std::size_t kBlock = 32;
+inline constexpr std::size_t kRowLenMax = 4096;
+
+const char* to_string(Op op);
+const char* to_string(Gran g);
+const char* to_string(Round r);
+const char* to_string(Requant s);
+
+// Scales/zero points and requantization multipliers of a case, one entry per parameter row
+// (1 per tensor, kChannels per channel, n / kBlock per group), in row-major order.
+struct CaseParams {
+  std::vector<float> scale;
+  std::vector<std::int32_t> zero_point;
+  std::int32_t qmin = -128, qmax = 127;
+  std::vector<double> multiplier;     // requantize
+  std::vector<std::int32_t> bias;     // requantize, per channel (empty per tensor)
+  std::int32_t out_zero_point = 0;    // requantize
+};
+
+struct Case {
+  Op op = Op::quantize;
+  Round round = Round::half_even;  // quantize / fake_quantize
+  bool multiply = false;           // x * (1/s) instead of x / s
+  Requant requant = Requant::fixed_point;
+  Gran gran = Gran::per_tensor;
+  std::size_t n = 0;
+  // Shape as rows x row_len (per_group: the tensor's rows; blocks run inside a row).
+  std::size_t rows = 1, row_len = 0;
+  const CaseParams* params = nullptr;
+  // Buffers (the ones the op uses): float in/out, int8 in/out, int32 accumulators.
+  const float* x = nullptr;
+  const std::int8_t* q_in = nullptr;
+  const std::int32_t* acc = nullptr;
+  float* y = nullptr;
+  std::int8_t* q_out = nullptr;
+
+  std::string variant() const;  // "half_even", "half_even.mul", "fixed_point", "linear", ...
+  std::size_t param_count() const;
+  std::size_t in_bytes() const;
+  std::size_t out_bytes() const;
+};
+
+// Returns the function to time for a case, or an empty function when the impl does not
+// support it. Everything that is not part of the operation (views, constant conversion) is
+// prepared here, outside the timed loop.
+using Run = std::function<void()>;
+struct Impl {
+  std::string name;
+  std::function<Run(const Case&)> make;
+  // Called around a benchmark (e.g. restricting Highway's dispatch to one target).
+  std::function<void()> enter = [] {};
+  std::function<void()> leave = [] {};
+  bool sweep = true;  // also measured over every size (else only the variant matrix)
+};
+
+// Defined in kernels_*.cpp: quantkit's SIMD kernels, one Impl per target (and the dispatched
+// and statically dispatched entry points).
+void add_simd_impls(std::vector<Impl>& impls);
+void add_simd_static_impls(std::vector<Impl>& impls);
+
+}  // namespace qk_bench
