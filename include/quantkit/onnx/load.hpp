@@ -234,7 +234,10 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const Where& w) {
   ::onnx::ModelProto m = model;
   try {
-    ::onnx::ShapeInferenceOptions options(/*check_type=*/true, /*strict_mode=*/1, /*data_prop=*/false);
+    // Node-level inference errors are errors (strict); element types are not checked against
+    // the schemas' type constraints (old exporters wrote e.g. int64 Constants at opset 6,
+    // which runtimes accept), the executor checks the types it needs.
+    ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/1, /*data_prop=*/false);
     ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), options);
   } catch (const std::exception& e) {
     fail(w.prefix(), "shape inference failed: ", e.what());

@@ -162,8 +162,11 @@ inline void op_dropout(OpContext& ctx) {
     if (training->size() != 1 || training->dtype() != DType::boolean)
       ctx.fail("training_mode input is ", graph::to_string(training->dtype()), " ",
                training->shape().to_string(), "; expected a bool scalar");
-    if (training->data<bool>()[0])
-      ctx.fail("training_mode = true (random dropout) is not supported; expected inference mode");
+    const Tensor* ratio = ctx.optional_input(1);
+    const double r = ratio && ratio->size() == 1 && ratio->dtype() == DType::float32 ? ratio->as_double(0) : 0.5;
+    if (training->data<bool>()[0] && r != 0.0)  // ratio 0 drops nothing: the identity
+      ctx.fail("training_mode = true with ratio ", r, " (random dropout) is not supported; expected "
+               "inference mode or ratio 0");
   }
   const Tensor& x = ctx.input(0);
   ctx.set_output(0, x);

@@ -1,0 +1,446 @@
+// Graph IR and float executor: hand-computed op results, graph validation, the executor's
+// options (chosen outputs, intermediates, per-node callback), BatchNormalization folding, and
+// error paths (every error names the node and op).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <quantkit/executor.hpp>
+#include <quantkit/tensor/span.hpp>
+
+namespace qk = quantkit;
+using qk::Dims;
+using qk::graph::Attribute;
+using qk::graph::DType;
+using qk::graph::Graph;
+using qk::graph::Node;
+using qk::graph::Tensor;
+
+namespace {
+
+using Attrs = std::map<std::string, Attribute>;
+
+Attribute I(std::int64_t v) { return Attribute::make_int(v); }
+Attribute F(float v) { return Attribute::make_float(v); }
+Attribute S(const std::string& v) { return Attribute::make_string(v); }
+Attribute Is(std::vector<std::int64_t> v) { return Attribute::make_ints(std::move(v)); }
+
+Tensor f32(Dims shape, std::vector<float> v) { return Tensor::from_vector(shape, v); }
+Tensor i64(Dims shape, std::vector<std::int64_t> v) { return Tensor::from_vector(shape, v); }
+template <class T>
+Tensor tensor(Dims shape, std::vector<T> v) { return Tensor::from_vector(shape, v); }
+
+// A graph of one node whose inputs are graph inputs in0, in1, ... ("" inputs stay omitted).
+Graph one_node(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs, std::int64_t opset,
+               std::size_t outputs, const std::string& name = "n0") {
+  Graph g;
+  g.opset = opset;
+  Node n;
+  n.op_type = op;
+  n.name = name;
+  n.attributes = std::move(attrs);
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].empty()) {
+      n.inputs.push_back("");
+      continue;
+    }
+    const std::string in = "in" + std::to_string(i);
+    n.inputs.push_back(in);
+    qk::graph::ValueInfo vi;
+    vi.name = in;
+    vi.dtype = inputs[i].dtype();
+    g.inputs.push_back(vi);
+  }
+  for (std::size_t o = 0; o < outputs; ++o) {
+    n.outputs.push_back("out" + std::to_string(o));
+    qk::graph::ValueInfo vi;
+    vi.name = n.outputs.back();
+    g.outputs.push_back(vi);
+  }
+  g.nodes.push_back(n);
+  return g;
+}
+
+std::vector<Tensor> run_op(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {},
+                           std::int64_t opset = 17, std::size_t outputs = 1) {
+  qk::Executor<> ex(one_node(op, inputs, std::move(attrs), opset, outputs));
+  std::map<std::string, Tensor> feed;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].empty()) feed["in" + std::to_string(i)] = inputs[i];
+  auto out = ex.run(feed);
+  std::vector<Tensor> r;
+  for (std::size_t o = 0; o < outputs; ++o) r.push_back(out.at("out" + std::to_string(o)));
+  return r;
+}
+Tensor run1(const std::string& op, const std::vector<Tensor>& inputs, Attrs attrs = {}, std::int64_t opset = 17) {
+  return run_op(op, inputs, std::move(attrs), opset, 1)[0];
+}
+
+void check_floats(const Tensor& t, Dims shape, const std::vector<float>& want, float tol = 1e-5f) {
+  REQUIRE(t.dtype() == DType::float32);
+  CHECK(t.shape() == shape);
+  const auto got = t.to_vector<float>();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(std::fabs(got[i] - want[i]) <= tol, "index " << i << ": " << got[i] << " vs " << want[i]);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const qk::Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+std::vector<float> iota(int n, float start = 1.0f) {
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = start + static_cast<float>(i);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Tensor: owning storage, typed access, views, conversions") {
+  Tensor t = f32({2, 3}, iota(6));
+  CHECK(t.size() == 6);
+  CHECK(t.nbytes() == 24);
+  CHECK(t.view<float>().shape() == Dims{2, 3});
+  CHECK(t.data<float>()[5] == 6.0f);
+  CHECK(contains(error_of([&] { (void)t.data<std::int32_t>(); }), "accessed as int32"));
+  CHECK(t.reshaped({3, 2}).shape() == Dims{3, 2});
+  CHECK(contains(error_of([&] { (void)t.reshaped({4, 2}); }), "cannot reshape"));
+  // From a strided (transposed) view: copied in row-major order of the view's shape.
+  std::vector<float> m = {1, 2, 3, 4, 5, 6};
+  qk::View<const float> tr(m.data(), Dims{3, 2}, Dims{1, 3});
+  CHECK(Tensor::from_view(tr).to_vector<float>() == std::vector<float>{1, 4, 2, 5, 3, 6});
+  // Any adapted user tensor converts.
+  CHECK(qk::to_tensor(qk::as_tensor(m)).shape() == Dims{6});
+  CHECK(contains(error_of([] { Tensor x(DType::float32, Dims{-1, 2}, "bad"); }), "extent -1"));
+}
+
+TEST_CASE("Graph: topological order, cycles, dangling inputs, duplicate outputs") {
+  Graph g;
+  qk::graph::ValueInfo x;
+  x.name = "x";
+  x.dtype = DType::float32;
+  g.inputs.push_back(x);
+  g.outputs.push_back({"z", DType::float32, false, {}, {}});
+  Node b{"Relu", "", "second", {"y"}, {"z"}, {}, ""};
+  Node a{"Relu", "", "first", {"x"}, {"y"}, {}, ""};
+  g.nodes = {b, a};
+  CHECK(g.topological_order() == std::vector<std::size_t>{1, 0});
+
+  Graph dangling = g;
+  dangling.nodes[1].inputs = {"nowhere"};
+  CHECK(contains(error_of([&] { dangling.validate(); }), "node 'first' (op Relu): input 'nowhere' is not a graph input"));
+
+  Graph dup = g;
+  dup.nodes[0].outputs = {"y"};
+  CHECK(contains(error_of([&] { dup.validate(); }), "node 'first' (op Relu): output 'y' is already produced by node 'second'"));
+
+  Graph cycle = g;
+  cycle.nodes[1].inputs = {"z"};
+  CHECK(contains(error_of([&] { cycle.validate(); }), "part of a cycle"));
+
+  Graph unproduced = g;
+  unproduced.outputs[0].name = "w";
+  CHECK(contains(error_of([&] { unproduced.validate(); }), "graph output 'w' is not produced"));
+}
+
+TEST_CASE("Executor: chosen outputs, intermediates, callback, input checks, unknown op") {
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, true, {2}, {""}});
+  g.outputs.push_back({"z", DType::float32, false, {}, {}});
+  g.nodes.push_back({"Relu", "", "r", {"x"}, {"y"}, {}, "m.onnx"});
+  g.nodes.push_back({"Sigmoid", "", "s", {"y"}, {"z"}, {}, "m.onnx"});
+  g.nodes.push_back({"Tanh", "", "t", {"x"}, {"unused"}, {}, "m.onnx"});
+  qk::Executor<> ex(g);
+  const Tensor x = f32({2}, {-1.0f, 2.0f});
+  int calls = 0;
+  qk::RunOptions opt;
+  opt.on_node = [&](const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>&) { ++calls; };
+  auto out = ex.run({{"x", x}}, opt);
+  CHECK(calls == 2);  // Tanh is not needed for z
+  CHECK(out.size() == 1);
+  check_floats(out.at("z"), {2}, {0.5f, 1.0f / (1.0f + std::exp(-2.0f))});
+
+  opt.outputs = {"y", "unused"};
+  opt.keep_intermediates = true;
+  calls = 0;
+  out = ex.run({{"x", x}}, opt);
+  CHECK(calls == 2);  // Relu and Tanh
+  check_floats(out.at("y"), {2}, {0.0f, 2.0f});
+  check_floats(out.at("unused"), {2}, {std::tanh(-1.0f), std::tanh(2.0f)});
+
+  CHECK(contains(error_of([&] { ex.run({}); }), "input 'x' is needed but was not given"));
+  CHECK(contains(error_of([&] { ex.run({{"x", f32({3}, {1, 2, 3})}}); }), "input 'x' has shape [3]; expected [2]"));
+  CHECK(contains(error_of([&] { ex.run({{"x", i64({2}, {1, 2})}}); }), "element type int64; expected float32"));
+
+  Graph bad = g;
+  bad.nodes[1].op_type = "Frobnicate";
+  const std::string e = error_of([&] { qk::Executor<> x2(bad); });
+  CHECK(contains(e, "node 's' (op Frobnicate, file 'm.onnx'): unsupported op 'Frobnicate'"));
+}
+
+TEST_CASE("Add Sub Mul Div: broadcasting, integer wrap and truncation") {
+  check_floats(run1("Add", {f32({2, 3}, iota(6)), f32({3}, {10, 20, 30})}), {2, 3}, {11, 22, 33, 14, 25, 36});
+  check_floats(run1("Sub", {f32({2, 1}, {1, 2}), f32({1, 3}, {1, 2, 3})}), {2, 3}, {0, -1, -2, 1, 0, -1});
+  check_floats(run1("Mul", {f32({}, {2}), f32({2}, {3, 4})}), {2}, {6, 8});
+  check_floats(run1("Div", {f32({2}, {1, 3}), f32({2}, {2, 4})}), {2}, {0.5f, 0.75f});
+  CHECK(run1("Add", {tensor<std::uint8_t>({1}, {250}), tensor<std::uint8_t>({1}, {10})}).data<std::uint8_t>()[0] == 4);
+  CHECK(run1("Div", {tensor<std::int32_t>({1}, {-7}), tensor<std::int32_t>({1}, {2})}).data<std::int32_t>()[0] == -3);
+  CHECK(contains(error_of([] { run1("Div", {tensor<std::int32_t>({1}, {1}), tensor<std::int32_t>({1}, {0})}); }),
+                 "node 'n0' (op Div): integer division by zero"));
+  CHECK(contains(error_of([] { run1("Add", {f32({2}, {1, 2}), f32({3}, {1, 2, 3})}); }), "cannot be broadcast"));
+  CHECK(contains(error_of([] { run1("Add", {f32({1}, {1}), i64({1}, {1})}); }), "expected the same type"));
+}
+
+TEST_CASE("Relu Clip LeakyRelu Sigmoid Tanh Identity Dropout") {
+  check_floats(run1("Relu", {f32({3}, {-1, 0, 2})}), {3}, {0, 0, 2});
+  check_floats(run1("LeakyRelu", {f32({2}, {-2, 3})}, {{"alpha", F(0.5f)}}), {2}, {-1, 3});
+  check_floats(run1("LeakyRelu", {f32({1}, {-1})}), {1}, {-0.01f});
+  check_floats(run1("Sigmoid", {f32({3}, {0, -100, 100})}), {3}, {0.5f, 0.0f, 1.0f});
+  check_floats(run1("Tanh", {f32({1}, {0.5f})}), {1}, {std::tanh(0.5f)});
+  // Clip: inputs (opset 11+) and attributes (opset 6); omitted bounds are unbounded.
+  check_floats(run1("Clip", {f32({4}, {-3, -1, 1, 3}), f32({}, {-2}), f32({}, {2})}), {4}, {-2, -1, 1, 2});
+  check_floats(run1("Clip", {f32({2}, {-3, 3}), Tensor(), f32({}, {2})}), {2}, {-3, 2});
+  check_floats(run1("Clip", {f32({2}, {-3, 3})}, {{"min", F(-1)}, {"max", F(1)}}, 6), {2}, {-1, 1});
+  CHECK(run1("Clip", {tensor<std::int8_t>({2}, {-100, 100}), tensor<std::int8_t>({}, {-5}), tensor<std::int8_t>({}, {5})})
+            .to_vector<std::int8_t>() == std::vector<std::int8_t>{-5, 5});
+  check_floats(run1("Identity", {f32({2}, {1, 2})}), {2}, {1, 2});
+  auto d = run_op("Dropout", {f32({2}, {1, 2})}, {}, 13, 2);
+  check_floats(d[0], {2}, {1, 2});
+  CHECK(d[1].dtype() == DType::boolean);
+  CHECK(d[1].data<bool>()[0]);
+  CHECK(contains(error_of([] { run_op("Dropout", {f32({1}, {1}), f32({}, {0.5f}), tensor<bool>({}, {true})}, {}, 13, 1); }),
+                 "random dropout"));
+}
+
+TEST_CASE("Conv: 2-D, pads and strides, bias, depthwise, 1-D dilated, 3-D, auto_pad") {
+  const Tensor x = f32({1, 1, 3, 3}, iota(9));
+  const Tensor w = f32({1, 1, 2, 2}, {1, 1, 1, 1});
+  check_floats(run1("Conv", {x, w}), {1, 1, 2, 2}, {12, 16, 24, 28});
+  check_floats(run1("Conv", {x, w, f32({1}, {1})}), {1, 1, 2, 2}, {13, 17, 25, 29});
+  check_floats(run1("Conv", {x, w}, {{"pads", Is({1, 1, 1, 1})}, {"strides", Is({2, 2})}}), {1, 1, 2, 2}, {1, 5, 11, 28});
+  // Depthwise: 2 channels, group 2.
+  check_floats(run1("Conv", {f32({1, 2, 1, 3}, {1, 2, 3, 4, 5, 6}), f32({2, 1, 1, 2}, {1, 1, 1, -1})}, {{"group", I(2)}}),
+               {1, 2, 1, 2}, {3, 5, -1, -1});
+  // 1-D with dilation 2: taps x[i] and x[i+2].
+  check_floats(run1("Conv", {f32({1, 1, 5}, iota(5)), f32({1, 1, 2}, {1, 10})}, {{"dilations", Is({2})}}), {1, 1, 3},
+               {31, 42, 53});
+  check_floats(run1("Conv", {f32({1, 1, 2, 2, 2}, iota(8)), f32({1, 1, 2, 2, 2}, std::vector<float>(8, 1.0f))}),
+               {1, 1, 1, 1, 1}, {36});
+  const Tensor x1 = f32({1, 1, 4}, iota(4)), w1 = f32({1, 1, 2}, {1, 1});
+  check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("SAME_UPPER")}}), {1, 1, 4}, {3, 5, 7, 4});
+  check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("SAME_LOWER")}}), {1, 1, 4}, {1, 3, 5, 7});
+  check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("VALID")}, {"strides", Is({2})}}), {1, 1, 2}, {3, 7});
+  // Errors name the node.
+  CHECK(contains(error_of([&] { run1("Conv", {x, f32({1, 2, 2, 2}, std::vector<float>(8, 1.0f))}); }),
+                 "node 'n0' (op Conv): input has 1 channels but weight [1, 2, 2, 2]"));
+  CHECK(contains(error_of([&] { run1("Conv", {x, f32({1, 1, 4, 4}, std::vector<float>(16, 1.0f))}); }),
+                 "larger than the padded input"));
+  CHECK(contains(error_of([&] { run1("Conv", {x, w}, {{"auto_pad", S("SAME")}}); }), "attribute 'auto_pad' is 'SAME'"));
+}
+
+TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), global pools") {
+  auto mp = run_op("MaxPool", {f32({1, 1, 4, 4}, iota(16))}, {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}}, 17, 2);
+  check_floats(mp[0], {1, 1, 2, 2}, {6, 8, 14, 16});
+  CHECK(mp[1].to_vector<std::int64_t>() == std::vector<std::int64_t>{5, 7, 13, 15});
+  const Tensor x = f32({1, 1, 3, 3}, iota(9));
+  Attrs a = {{"kernel_shape", Is({2, 2})}, {"pads", Is({1, 1, 1, 1})}, {"strides", Is({2, 2})}};
+  check_floats(run1("AveragePool", {x}, a), {1, 1, 2, 2}, {1, 2.5f, 5.5f, 7});
+  a["count_include_pad"] = I(1);
+  check_floats(run1("AveragePool", {x}, a), {1, 1, 2, 2}, {0.25f, 1.25f, 2.75f, 7});
+  const Tensor x5 = f32({1, 1, 5}, iota(5));
+  Attrs c = {{"kernel_shape", Is({2})}, {"strides", Is({2})}, {"ceil_mode", I(1)}};
+  check_floats(run1("MaxPool", {x5}, c), {1, 1, 3}, {2, 4, 5});
+  check_floats(run1("AveragePool", {x5}, c), {1, 1, 3}, {1.5f, 3.5f, 5});
+  c.erase("ceil_mode");
+  check_floats(run1("MaxPool", {x5}, c), {1, 1, 2}, {2, 4});
+  check_floats(run1("GlobalAveragePool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {1.5f, 4});
+  check_floats(run1("GlobalMaxPool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {2, 5});
+  CHECK(contains(error_of([&] { run1("MaxPool", {x}); }), "attribute 'kernel_shape' is missing"));
+}
+
+TEST_CASE("Gemm and MatMul") {
+  const Tensor a = f32({2, 3}, iota(6)), b = f32({2, 3}, {1, 0, 1, 0, 1, 0});
+  check_floats(run1("Gemm", {a, b, f32({2}, {1, 2})}, {{"transB", I(1)}, {"alpha", F(2)}, {"beta", F(0.5f)}}), {2, 2},
+               {8.5f, 5, 20.5f, 11});
+  check_floats(run1("Gemm", {f32({3, 2}, {1, 4, 2, 5, 3, 6}), b}, {{"transA", I(1)}, {"transB", I(1)}}), {2, 2}, {4, 2, 10, 5});
+  check_floats(run1("MatMul", {f32({2, 1, 3}, iota(6)), f32({3}, {1, 1, 1})}), {2, 1}, {6, 15});
+  check_floats(run1("MatMul", {f32({3}, {1, 2, 3}), f32({3, 1}, {1, 1, 1})}), {1}, {6});
+  check_floats(run1("MatMul", {f32({2, 1, 2}, {1, 2, 3, 4}), f32({2, 1}, {1, 10})}), {2, 1, 1}, {21, 43});
+  CHECK(contains(error_of([&] { run1("MatMul", {a, a}); }), "inner dimensions differ"));
+  CHECK(contains(error_of([&] { run1("Gemm", {a, a}); }), "expected equal K"));
+}
+
+TEST_CASE("Softmax (opset 11 coerces to 2-D, opset 13 one axis), ReduceMean, BatchNormalization") {
+  const float l3 = std::log(3.0f);
+  check_floats(run1("Softmax", {f32({1, 2}, {0, l3})}), {1, 2}, {0.25f, 0.75f});
+  const Tensor x = f32({1, 2, 2}, {0, 0, 0, l3});
+  check_floats(run1("Softmax", {x}, {}, 11), {1, 2, 2}, {1.0f / 6, 1.0f / 6, 1.0f / 6, 0.5f});
+  check_floats(run1("Softmax", {x}, {}, 13), {1, 2, 2}, {0.5f, 0.5f, 0.25f, 0.75f});
+  const Tensor r = f32({2, 3}, iota(6));
+  check_floats(run1("ReduceMean", {r}, {{"axes", Is({1})}, {"keepdims", I(0)}}), {2}, {2, 5});
+  check_floats(run1("ReduceMean", {r}, {{"axes", Is({-2})}}), {1, 3}, {2.5f, 3.5f, 4.5f});
+  check_floats(run1("ReduceMean", {r}), {1, 1}, {3.5f});
+  const Tensor bx = f32({1, 2, 2}, {1, 3, 10, 20});
+  check_floats(run1("BatchNormalization", {bx, f32({2}, {2, 1}), f32({2}, {0, 1}), f32({2}, {2, 15}), f32({2}, {1, 25})},
+                    {{"epsilon", F(0.0f)}}),
+               {1, 2, 2}, {-2, 2, 0, 2});
+  CHECK(contains(error_of([&] {
+                   run1("BatchNormalization", {bx, f32({3}, {1, 1, 1}), f32({2}, {0, 1}), f32({2}, {2, 15}), f32({2}, {1, 25})});
+                 }),
+                 "input 'scale' has shape [3]; expected [2]"));
+}
+
+TEST_CASE("Shape ops: Reshape Flatten Squeeze Unsqueeze Transpose Concat Pad Constant") {
+  const Tensor x = f32({2, 3}, iota(6));
+  CHECK(run1("Reshape", {x, i64({2}, {0, -1})}).shape() == Dims{2, 3});
+  CHECK(run1("Reshape", {x, i64({2}, {3, -1})}).shape() == Dims{3, 2});
+  CHECK(contains(error_of([&] { run1("Reshape", {x, i64({2}, {-1, -1})}); }), "more than one -1"));
+  CHECK(contains(error_of([&] { run1("Reshape", {x, i64({1}, {4})}); }), "cannot reshape [2, 3]"));
+  CHECK(run1("Flatten", {f32({2, 3, 4}, iota(24))}, {{"axis", I(2)}}).shape() == Dims{6, 4});
+  CHECK(run1("Flatten", {f32({2, 3, 4}, iota(24))}, {{"axis", I(0)}}).shape() == Dims{1, 24});
+  CHECK(run1("Squeeze", {f32({1, 3, 1}, iota(3))}, {{"axes", Is({0})}}, 11).shape() == Dims{3, 1});
+  CHECK(run1("Squeeze", {f32({1, 3, 1}, iota(3)), i64({1}, {-1})}, {}, 13).shape() == Dims{1, 3});
+  CHECK(run1("Squeeze", {f32({1, 3, 1}, iota(3))}, {}, 13).shape() == Dims{3});
+  CHECK(contains(error_of([] { run1("Squeeze", {f32({2}, iota(2)), i64({1}, {0})}); }), "extent is not 1"));
+  CHECK(run1("Unsqueeze", {f32({3}, iota(3)), i64({2}, {0, -1})}, {}, 13).shape() == Dims{1, 3, 1});
+  CHECK(run1("Unsqueeze", {f32({3}, iota(3))}, {{"axes", Is({1})}}, 11).shape() == Dims{3, 1});
+  check_floats(run1("Transpose", {x}), {3, 2}, {1, 4, 2, 5, 3, 6});
+  check_floats(run1("Transpose", {f32({1, 2, 3}, iota(6))}, {{"perm", Is({2, 0, 1})}}), {3, 1, 2}, {1, 4, 2, 5, 3, 6});
+  CHECK(contains(error_of([&] { run1("Transpose", {x}, {{"perm", Is({0, 0})}}); }), "not a permutation"));
+  check_floats(run1("Concat", {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}, {{"axis", I(1)}}), {2, 3}, {1, 3, 4, 2, 5, 6});
+  check_floats(run1("Concat", {f32({1, 2}, {1, 2}), f32({1, 2}, {3, 4})}, {{"axis", I(-2)}}), {2, 2}, {1, 2, 3, 4});
+  CHECK(contains(error_of([] { run1("Concat", {f32({1, 2}, {1, 2}), f32({1, 3}, {3, 4, 5})}, {{"axis", I(0)}}); }),
+                 "except along axis 0"));
+  const Tensor p = f32({3}, {1, 2, 3});
+  check_floats(run1("Pad", {p, i64({2}, {2, 2})}, {{"mode", S("reflect")}}), {7}, {3, 2, 1, 2, 3, 2, 1});
+  check_floats(run1("Pad", {p, i64({2}, {2, 1})}, {{"mode", S("edge")}}), {6}, {1, 1, 1, 2, 3, 3});
+  check_floats(run1("Pad", {p, i64({2}, {1, -1}), f32({}, {9})}), {3}, {9, 1, 2});
+  check_floats(run1("Pad", {p}, {{"pads", Is({0, 1})}, {"value", F(7)}}, 2), {4}, {1, 2, 3, 7});
+  Attrs constant;
+  constant["value"] = Attribute::make_tensor(i64({2}, {4, 5}));
+  CHECK(run_op("Constant", {}, constant)[0].to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 5});
+  check_floats(run_op("Constant", {}, {{"value_float", F(1.5f)}})[0], {}, {1.5f});
+}
+
+TEST_CASE("QuantizeLinear / DequantizeLinear: half-even ties, saturation, per-axis") {
+  const Tensor x = f32({5}, {0.5f, 1.5f, 2.5f, -1000, 1000});
+  CHECK(run1("QuantizeLinear", {x, f32({}, {1}), tensor<std::uint8_t>({}, {128})}).to_vector<std::uint8_t>() ==
+        std::vector<std::uint8_t>{128, 130, 130, 0, 255});
+  CHECK(run1("QuantizeLinear", {x, f32({}, {1}), tensor<std::int8_t>({}, {0})}).to_vector<std::int8_t>() ==
+        std::vector<std::int8_t>{0, 2, 2, -128, 127});
+  CHECK(run1("QuantizeLinear", {x, f32({}, {1})}).dtype() == DType::uint8);  // no zero point: uint8
+  CHECK(run1("QuantizeLinear", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 2}), tensor<std::int8_t>({2}, {0, 1})})
+            .to_vector<std::int8_t>() == std::vector<std::int8_t>{1, 2, 3, 3});
+  check_floats(run1("DequantizeLinear", {tensor<std::uint8_t>({3}, {0, 128, 255}), f32({}, {0.5f}), tensor<std::uint8_t>({}, {128})}),
+               {3}, {-64, 0, 63.5f});
+  check_floats(run1("DequantizeLinear", {tensor<std::int8_t>({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 10}), tensor<std::int8_t>({2}, {0, 1})},
+                    {{"axis", I(0)}}),
+               {2, 2}, {1, 2, 20, 30});
+  check_floats(run1("DequantizeLinear", {tensor<std::int32_t>({2}, {-3, 4}), f32({}, {0.5f})}), {2}, {-1.5f, 2});
+  CHECK(contains(error_of([&] { run1("QuantizeLinear", {x, f32({}, {0})}); }), "node 'n0' (op QuantizeLinear)"));
+  CHECK(contains(error_of([&] { run1("QuantizeLinear", {f32({2, 2}, {1, 2, 3, 4}), f32({3}, {1, 1, 1})}); }),
+                 "expected one per index along the axis"));
+}
+
+TEST_CASE("DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv") {
+  auto d = run_op("DynamicQuantizeLinear", {f32({4}, {-1, 0, 1, 2})}, {}, 17, 3);
+  CHECK(d[0].to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 85, 170, 255});
+  CHECK(d[1].data<float>()[0] == 3.0f / 255.0f);
+  CHECK(d[2].data<std::uint8_t>()[0] == 85);
+
+  const Tensor mi = run1("MatMulInteger", {tensor<std::uint8_t>({2, 2}, {10, 20, 30, 40}), tensor<std::int8_t>({2, 1}, {1, 2}),
+                                           tensor<std::uint8_t>({}, {10}), tensor<std::int8_t>({}, {1})});
+  CHECK(mi.dtype() == DType::int32);
+  CHECK(mi.to_vector<std::int32_t>() == std::vector<std::int32_t>{10, 30});
+  // Per-row A zero points.
+  CHECK(run1("MatMulInteger", {tensor<std::uint8_t>({2, 1}, {5, 5}), tensor<std::uint8_t>({1, 1}, {2}),
+                               tensor<std::uint8_t>({2}, {1, 3})})
+            .to_vector<std::int32_t>() == std::vector<std::int32_t>{8, 4});
+
+  // ConvInteger: 1x1 kernel with pads: the padding contributes 0 after the zero point.
+  const Tensor ci = run1("ConvInteger", {tensor<std::uint8_t>({1, 1, 2, 2}, {1, 2, 3, 4}), tensor<std::uint8_t>({1, 1, 1, 1}, {3}),
+                                         tensor<std::uint8_t>({}, {1}), tensor<std::uint8_t>({}, {1})},
+                         {{"pads", Is({1, 1, 1, 1})}});
+  CHECK(ci.shape() == Dims{1, 1, 4, 4});
+  CHECK(ci.to_vector<std::int32_t>() == std::vector<std::int32_t>{0, 0, 0, 0, 0, 0, 2, 0, 0, 4, 6, 0, 0, 0, 0, 0});
+
+  // QLinearMatMul: acc = 2*2 + 4*4 = 20, * 0.5 * 0.25 / 1 = 2.5 -> 2 (half even) + zp.
+  const Tensor q = run1("QLinearMatMul", {tensor<std::uint8_t>({1, 2}, {2, 4}), f32({}, {0.5f}), tensor<std::uint8_t>({}, {0}),
+                                          tensor<std::uint8_t>({2, 1}, {3, 5}), f32({}, {0.25f}), tensor<std::uint8_t>({}, {1}),
+                                          f32({}, {1}), tensor<std::uint8_t>({}, {10})});
+  CHECK(q.to_vector<std::uint8_t>() == std::vector<std::uint8_t>{12});
+
+  // QLinearConv with bias: acc = (x - 2) * 3 + 1 = [7, 13], * 0.5 = [3.5, 6.5] -> [4, 6].
+  const Tensor qc = run1("QLinearConv", {tensor<std::uint8_t>({1, 1, 1, 2}, {4, 6}), f32({}, {0.5f}), tensor<std::uint8_t>({}, {2}),
+                                         tensor<std::int8_t>({1, 1, 1, 1}, {3}), f32({1}, {1}), tensor<std::int8_t>({1}, {0}),
+                                         f32({}, {1}), tensor<std::uint8_t>({}, {0}), tensor<std::int32_t>({1}, {1})});
+  CHECK(qc.to_vector<std::uint8_t>() == std::vector<std::uint8_t>{4, 6});
+  CHECK(contains(error_of([] {
+                   run1("MatMulInteger", {f32({1, 1}, {1}), tensor<std::uint8_t>({1, 1}, {1})});
+                 }),
+                 "input A has element type float32; expected int8 or uint8"));
+}
+
+TEST_CASE("BatchNormalization folding into Conv and Gemm") {
+  auto bn_inputs = [](Graph& g, const std::string& p) {
+    g.initializers[p + "s"] = f32({2}, {1.5f, 2});
+    g.initializers[p + "b"] = f32({2}, {0.5f, -1});
+    g.initializers[p + "m"] = f32({2}, {1, 0.25f});
+    g.initializers[p + "v"] = f32({2}, {3, 0.5f});
+  };
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, true, {1, 1, 2, 2}, {"", "", "", ""}});
+  g.outputs.push_back({"y", DType::float32, false, {}, {}});
+  g.initializers["w"] = f32({2, 1, 1, 1}, {2, -3});
+  g.initializers["b"] = f32({2}, {1, 1});
+  bn_inputs(g, "bn");
+  g.nodes.push_back({"Conv", "", "conv", {"x", "w", "b"}, {"c"}, {}, ""});
+  g.nodes.push_back({"BatchNormalization", "", "bn", {"c", "bns", "bnb", "bnm", "bnv"}, {"y"}, {}, ""});
+  const Tensor x = f32({1, 1, 2, 2}, {1, -2, 3, 0.5f});
+  const auto want = qk::Executor<>(g).run({{"x", x}}).at("y");
+  Graph folded = g;
+  const auto report = qk::passes::fold_batchnorm(folded);
+  CHECK(report.folded.size() == 1);
+  CHECK(folded.nodes.size() == 1);
+  check_floats(qk::Executor<>(folded).run({{"x", x}}).at("y"), want.shape(), want.to_vector<float>(), 1e-5f);
+
+  // A Conv output with a second user is not folded.
+  Graph shared = g;
+  shared.outputs.push_back({"c", DType::float32, false, {}, {}});
+  const auto r2 = qk::passes::fold_batchnorm(shared);
+  CHECK(r2.folded.empty());
+  CHECK(r2.kept.size() == 1);
+
+  // Gemm with transB and a vector C; and a Gemm without C.
+  for (bool with_c : {true, false}) {
+    Graph h;
+    h.inputs.push_back({"a", DType::float32, true, {2, 3}, {"", ""}});
+    h.outputs.push_back({"y", DType::float32, false, {}, {}});
+    h.initializers["B"] = f32({2, 3}, {1, 0, -1, 2, 1, 0.5f});
+    bn_inputs(h, "bn");
+    Node gemm{"Gemm", "", "gemm", {"a", "B"}, {"g"}, {{"transB", I(1)}, {"beta", F(0.5f)}}, ""};
+    if (with_c) {
+      h.initializers["C"] = f32({2}, {0.25f, -4});
+      gemm.inputs.push_back("C");
+    }
+    h.nodes.push_back(gemm);
+    h.nodes.push_back({"BatchNormalization", "", "bn", {"g", "bns", "bnb", "bnm", "bnv"}, {"y"}, {}, ""});
+    const Tensor a = f32({2, 3}, {1, 2, 3, -1, 0.5f, 2});
+    const auto hw = qk::Executor<>(h).run({{"a", a}}).at("y");
+    Graph hf = h;
+    CHECK(qk::passes::fold_batchnorm(hf).folded.size() == 1);
+    CHECK(hf.nodes.size() == 1);
+    check_floats(qk::Executor<>(hf).run({{"a", a}}).at("y"), hw.shape(), hw.to_vector<float>(), 1e-5f);
+  }
+}
