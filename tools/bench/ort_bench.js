@@ -120,10 +120,16 @@ async function main() {
                         size: c.size, bpe: c.bpe, error_occurred: true, error_message: msg });
       continue;
     }
-    const perOp = Math.max((tk - t1) / (c.copies - 1), 1e-12);
+    const perOp = (tk - t1) / (c.copies - 1);
     benchmarks.push(row(`${op}/${variant}/${gran}/ort/${c.size}`, c.size, c.bpe, t1));
-    benchmarks.push(row(`${op}/${variant}/${gran}/ort_op/${c.size}`, c.size, c.bpe, perOp,
-                        { copies: c.copies, session_run_time: t1 * 1e9 }));
+    const opName = `${op}/${variant}/${gran}/ort_op/${c.size}`;
+    if (!(perOp > 0)) {
+      // Noise larger than K - 1 ops: no number rather than a wrong one.
+      benchmarks.push({ name: opName, run_name: opName, size: c.size, bpe: c.bpe, error_occurred: true,
+                        error_message: `not resolved: ${c.copies} copies took no longer than 1` });
+      continue;
+    }
+    benchmarks.push(row(opName, c.size, c.bpe, perOp, { copies: c.copies, session_run_time: t1 * 1e9 }));
     console.error(`ort_bench: ${c.bench}/${c.size}: run ${(t1 * 1e6).toFixed(1)} us, ` +
                   `op ${(perOp * 1e6).toFixed(1)} us (${(c.size / perOp / 1e9).toFixed(2)} Gelem/s)`);
   }

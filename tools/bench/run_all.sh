@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Builds bench_kernels in build/bench, runs it, times ONNX Runtime and PyTorch on the same
+# sizes, and renders the table and charts into bench/results/:
+#   bench_kernels.json   sweep (4K..16M elements) and variant matrix, Google Benchmark JSON
+#   ort.json torch.json  the peers, same JSON shape
+#   results.md sweep.svg variants.svg   (tools/bench/render.py)
+#
+# usage: tools/bench/run_all.sh [--quick] [--no-peers]
+#   --quick     3 sizes, short runs: checks the pipeline, not for publishing
+#   --no-peers  skip ONNX Runtime and PyTorch
+# Environment: QK_BENCH_RESULTS (output folder, default bench/results),
+#              QK_BENCH_BUILD (build folder, default build/bench).
+# Medians of 3 repetitions; one thread everywhere. The machine may be shared: run it when
+# it is quiet, and compare ratios from one run, never absolute numbers across runs.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${QK_BENCH_BUILD:-$root/build/bench}
+results=${QK_BENCH_RESULTS:-$root/bench/results}
+python=/usr/bin/python3
+
+sizes="4096,16384,65536,262144,1048576,4194304,16777216"
+matrix_sizes="65536,16777216"
+sweep_min_time=0.25
+matrix_min_time=0.1
+peer_min_time=0.25
+repetitions=3
+peers=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick)
+      sizes="4096,65536,16777216"; matrix_sizes="65536"
+      sweep_min_time=0.05; matrix_min_time=0.02; peer_min_time=0.05 ;;
+    --no-peers) peers=0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "run_all.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+mkdir -p "$results" "$build"
+step() { printf '\n== %s\n' "$*" >&2; }
+
+step "configure and build bench_kernels in $build"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DQUANTKIT_BUILD_BENCH=ON -DQUANTKIT_BUILD_TESTS=OFF -DQUANTKIT_BUILD_EXAMPLES=OFF \
+  -DQUANTKIT_BUILD_TOOLS=OFF >"$build/configure.log"
+cmake --build "$build" --target bench_kernels
+bench="$build/bench/bench_kernels"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+common=(--benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true
+        --benchmark_out_format=json)
+
+step "bench_kernels: sweep ($sizes)"
+"$bench" --qk_sizes="$sizes" --qk_no_matrix --benchmark_min_time=$sweep_min_time \
+  "${common[@]}" --benchmark_out="$tmp/sweep.json" >"$tmp/sweep.txt"
+step "bench_kernels: variant x granularity x target matrix ($matrix_sizes)"
+"$bench" --qk_sizes= --qk_matrix_sizes="$matrix_sizes" --benchmark_min_time=$matrix_min_time \
+  "${common[@]}" --benchmark_out="$tmp/matrix.json" >"$tmp/matrix.txt"
+# One file: the sweep's rows win where both measured the same name.
+$python - "$tmp/sweep.json" "$tmp/matrix.json" "$tmp/bench_kernels.json" <<'EOF'
+import json, sys
+sweep, matrix = (json.load(open(p)) for p in sys.argv[1:3])
+seen = {b["name"] for b in sweep["benchmarks"]}
+sweep["benchmarks"] += [b for b in matrix["benchmarks"] if b["name"] not in seen]
+json.dump(sweep, open(sys.argv[3], "w"), indent=1)
+EOF
+mv "$tmp/bench_kernels.json" "$results/bench_kernels.json"
+peer_files=()
+if [ "$peers" = 1 ]; then
+  peer_sizes=${sizes//,/ }
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    if [ ! -d "$root/tools/bench/node_modules/onnxruntime-node" ]; then
+      step "npm install --ignore-scripts onnxruntime-node (tools/bench/node_modules)"
+      (cd "$root/tools/bench" && npm install --ignore-scripts --no-audit --no-fund)
+    fi
+    step "ONNX Runtime models (opset 13; 21 for blocked) and timing"
+    # shellcheck disable=SC2086
+    $python "$root/tools/bench/make_models.py" "$build/peers/models" $peer_sizes
+    node "$root/tools/bench/ort_bench.js" "$build/peers/models/manifest.json" "$tmp/ort.json" \
+      --min_time=$peer_min_time --repetitions=$repetitions
+    mv "$tmp/ort.json" "$results/ort.json"
+    peer_files+=("$results/ort.json")
+  else
+    echo "run_all.sh: node/npm not found: ONNX Runtime not timed" >&2
+  fi
+  if $python -c 'import torch' 2>/dev/null; then
+    step "PyTorch timing"
+    # shellcheck disable=SC2086
+    $python "$root/tools/bench/torch_bench.py" "$tmp/torch.json" $peer_sizes \
+      --min_time=$peer_min_time --repetitions=$repetitions
+    mv "$tmp/torch.json" "$results/torch.json"
+    peer_files+=("$results/torch.json")
+  else
+    echo "run_all.sh: python3-torch not found: PyTorch not timed" >&2
+  fi
+fi
+
+step "render"
+$python "$root/tools/bench/render.py" --out "$results" "$results/bench_kernels.json" "${peer_files[@]}"
+echo "run_all.sh: results in $results (results.md, sweep.svg, variants.svg)" >&2
