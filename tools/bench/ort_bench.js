@@ -107,12 +107,12 @@ async function main() {
     let t1;
     let tk;
     try {
-      const s1 = await openSession(c.model_1);
-      t1 = await timeRuns(s1, feeds, 'y0');
-      await s1.release();
       const sk = await openSession(c.model_k);
       tk = await timeRuns(sk, feeds, 'y0');
       await sk.release();
+      const s1 = await openSession(c.model_1);
+      t1 = await timeRuns(s1, feeds, 'y0');
+      await s1.release();
     } catch (e) {
       const msg = String(e && e.message ? e.message : e).split('\n')[0];
       console.error(`ort_bench: ${c.bench}/${c.size}: ${msg}`);
