@@ -4,7 +4,9 @@
 #pragma once
 
 #include "quantkit/error.hpp"
+#include "quantkit/observer/histogram.hpp"
 #include "quantkit/observer/minmax.hpp"
+#include "quantkit/observer/moving_average.hpp"
 #include "quantkit/observer/observer.hpp"
 #include "quantkit/param_layout.hpp"
 #include "quantkit/params.hpp"
