@@ -187,6 +187,13 @@ TEST_CASE("Executor: chosen outputs, intermediates, callback, input checks, unkn
   bad.nodes[1].op_type = "Frobnicate";
   const std::string e = error_of([&] { qk::Executor<> x2(bad); });
   CHECK(contains(e, "node 's' (op Frobnicate, file 'm.onnx'): unsupported op 'Frobnicate'"));
+
+  // An attribute the implementation does not understand (here opset 21's block_size) is an
+  // error, never silently ignored.
+  Graph newer = g;
+  newer.nodes[0].attributes["block_size"] = Attribute::make_int(32);
+  CHECK(contains(error_of([&] { qk::Executor<> x3(newer); }),
+                 "node 'r' (op Relu, file 'm.onnx'): attribute 'block_size' is not supported by Relu; expected only: consumed_inputs"));
 }
 
 TEST_CASE("Add Sub Mul Div: broadcasting, integer wrap and truncation") {

@@ -71,25 +71,48 @@ using OpFunction = void (*)(OpContext&);
 
 class OpRegistry {
  public:
-  // Registers op_type in the default ONNX domain ("" or "ai.onnx") unless `domain` is given.
-  void add(const std::string& op_type, OpFunction fn, const std::string& domain = {}) {
-    ops_[key(domain, op_type)] = fn;
+  struct Entry {
+    OpFunction run = nullptr;
+    std::vector<std::string> attributes;  // every attribute the implementation understands
+  };
+
+  // Registers op_type (default ONNX domain "" / "ai.onnx" unless `domain` is given) with the
+  // attributes its implementation understands: a node carrying any other attribute is
+  // rejected, so an attribute from a newer opset is never silently ignored.
+  void add(const std::string& op_type, OpFunction fn, std::vector<std::string> attributes = {},
+           const std::string& domain = {}) {
+    ops_[key(domain, op_type)] = Entry{fn, std::move(attributes)};
+  }
+  const Entry* find_entry(const std::string& domain, const std::string& op_type) const {
+    auto it = ops_.find(key(domain, op_type));
+    return it == ops_.end() ? nullptr : &it->second;
   }
   OpFunction find(const std::string& domain, const std::string& op_type) const {
-    auto it = ops_.find(key(domain, op_type));
-    return it == ops_.end() ? nullptr : it->second;
+    const Entry* e = find_entry(domain, op_type);
+    return e ? e->run : nullptr;
   }
   bool supports(const std::string& domain, const std::string& op_type) const {
     return find(domain, op_type) != nullptr;
   }
-  // The implementation of the node's op, or an error naming the node and op.
+  // The implementation of the node's op, or an error naming the node and the op (or the
+  // attribute the implementation does not understand).
   OpFunction get(const graph::Node& node) const {
-    OpFunction fn = find(node.domain, node.op_type);
-    if (!fn)
+    const Entry* e = find_entry(node.domain, node.op_type);
+    if (!e)
       node.fail("unsupported op '", node.op_type, "'",
                 node.domain.empty() ? std::string() : " in domain '" + node.domain + "'",
                 "; expected one of: ", list());
-    return fn;
+    for (const auto& kv : node.attributes) {
+      bool known = false;
+      for (const auto& a : e->attributes) known = known || a == kv.first;
+      if (!known) {
+        std::string names;
+        for (const auto& a : e->attributes) names += (names.empty() ? "" : ", ") + a;
+        node.fail("attribute '", kv.first, "' is not supported by ", node.op_type, "; expected only: ",
+                  names.empty() ? std::string("no attributes") : names);
+      }
+    }
+    return e->run;
   }
   std::vector<std::string> op_types() const {
     std::vector<std::string> v;
@@ -106,7 +129,7 @@ class OpRegistry {
   static std::string key(const std::string& domain, const std::string& op) {
     return (domain.empty() || domain == "ai.onnx") ? op : domain + "::" + op;
   }
-  std::map<std::string, OpFunction> ops_;
+  std::map<std::string, Entry> ops_;
 };
 
 }  // namespace quantkit

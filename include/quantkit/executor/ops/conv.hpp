@@ -211,7 +211,7 @@ inline void op_conv(OpContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
-inline void register_conv_ops(OpRegistry& r) { r.add("Conv", op_conv); }
+inline void register_conv_ops(OpRegistry& r) { r.add("Conv", op_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"}); }
 
 }  // namespace ops
 }  // namespace quantkit

@@ -183,17 +183,17 @@ inline void op_dropout(OpContext& ctx) {
 }
 
 inline void register_elementwise_ops(OpRegistry& r) {
-  r.add("Add", op_add);
-  r.add("Sub", op_sub);
-  r.add("Mul", op_mul);
-  r.add("Div", op_div);
-  r.add("Relu", op_relu);
-  r.add("LeakyRelu", op_leaky_relu);
-  r.add("Sigmoid", op_sigmoid);
-  r.add("Tanh", op_tanh);
-  r.add("Clip", op_clip);
-  r.add("Identity", op_identity);
-  r.add("Dropout", op_dropout);
+  r.add("Add", op_add, {"broadcast", "consumed_inputs"});
+  r.add("Sub", op_sub, {"broadcast", "consumed_inputs"});
+  r.add("Mul", op_mul, {"broadcast", "consumed_inputs"});
+  r.add("Div", op_div, {"broadcast", "consumed_inputs"});
+  r.add("Relu", op_relu, {"consumed_inputs"});
+  r.add("LeakyRelu", op_leaky_relu, {"alpha", "consumed_inputs"});
+  r.add("Sigmoid", op_sigmoid, {"consumed_inputs"});
+  r.add("Tanh", op_tanh, {"consumed_inputs"});
+  r.add("Clip", op_clip, {"min", "max", "consumed_inputs"});
+  r.add("Identity", op_identity, {});
+  r.add("Dropout", op_dropout, {"ratio", "is_test", "seed", "consumed_inputs"});
 }
 
 }  // namespace ops

@@ -97,8 +97,8 @@ inline void op_gemm(OpContext& ctx) {
 }
 
 inline void register_gemm_ops(OpRegistry& r) {
-  r.add("Gemm", op_gemm);
-  r.add("MatMul", op_matmul);
+  r.add("Gemm", op_gemm, {"alpha", "beta", "transA", "transB", "broadcast"});
+  r.add("MatMul", op_matmul, {});
 }
 
 }  // namespace ops

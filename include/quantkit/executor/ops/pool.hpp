@@ -154,10 +154,10 @@ inline void op_global_average_pool(OpContext& ctx) { detail::global_pool<false>(
 inline void op_global_max_pool(OpContext& ctx) { detail::global_pool<true>(ctx); }
 
 inline void register_pool_ops(OpRegistry& r) {
-  r.add("MaxPool", op_max_pool);
-  r.add("AveragePool", op_average_pool);
-  r.add("GlobalAveragePool", op_global_average_pool);
-  r.add("GlobalMaxPool", op_global_max_pool);
+  r.add("MaxPool", op_max_pool, {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  r.add("AveragePool", op_average_pool, {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides"});
+  r.add("GlobalAveragePool", op_global_average_pool, {});
+  r.add("GlobalMaxPool", op_global_max_pool, {});
 }
 
 }  // namespace ops

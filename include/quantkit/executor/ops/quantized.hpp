@@ -346,13 +346,13 @@ inline void op_qlinear_conv(OpContext& ctx) {
 }
 
 inline void register_quantized_ops(OpRegistry& r) {
-  r.add("QuantizeLinear", op_quantize_linear);
-  r.add("DequantizeLinear", op_dequantize_linear);
-  r.add("DynamicQuantizeLinear", op_dynamic_quantize_linear);
-  r.add("MatMulInteger", op_matmul_integer);
-  r.add("ConvInteger", op_conv_integer);
-  r.add("QLinearMatMul", op_qlinear_matmul);
-  r.add("QLinearConv", op_qlinear_conv);
+  r.add("QuantizeLinear", op_quantize_linear, {"axis", "saturate"});
+  r.add("DequantizeLinear", op_dequantize_linear, {"axis"});
+  r.add("DynamicQuantizeLinear", op_dynamic_quantize_linear, {});
+  r.add("MatMulInteger", op_matmul_integer, {});
+  r.add("ConvInteger", op_conv_integer, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  r.add("QLinearMatMul", op_qlinear_matmul, {});
+  r.add("QLinearConv", op_qlinear_conv, {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
 }
 
 }  // namespace ops

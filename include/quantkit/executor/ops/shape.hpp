@@ -273,14 +273,14 @@ inline void op_pad(OpContext& ctx) {
 }
 
 inline void register_shape_ops(OpRegistry& r) {
-  r.add("Flatten", op_flatten);
-  r.add("Reshape", op_reshape);
-  r.add("Squeeze", op_squeeze);
-  r.add("Unsqueeze", op_unsqueeze);
-  r.add("Transpose", op_transpose);
-  r.add("Concat", op_concat);
-  r.add("Constant", op_constant);
-  r.add("Pad", op_pad);
+  r.add("Flatten", op_flatten, {"axis"});
+  r.add("Reshape", op_reshape, {"allowzero", "shape", "consumed_inputs"});
+  r.add("Squeeze", op_squeeze, {"axes"});
+  r.add("Unsqueeze", op_unsqueeze, {"axes"});
+  r.add("Transpose", op_transpose, {"perm"});
+  r.add("Concat", op_concat, {"axis"});
+  r.add("Constant", op_constant, {"value", "value_float", "value_floats", "value_int", "value_ints"});
+  r.add("Pad", op_pad, {"mode", "pads", "paddings", "value"});
 }
 
 }  // namespace ops
