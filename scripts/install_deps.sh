@@ -5,6 +5,19 @@
 # if anything is missing.
 set -euo pipefail
 
+# ONNX Runtime for the "peer" tests: npm's onnxruntime-node into tools/ort/node_modules (not an
+# apt package; needs node + npm). Never fatal: without node, npm or the registry it warns and the
+# peer tests skip. Under sudo it runs as the invoking user (no root-owned files in the checkout).
+install_onnxruntime_node() {
+  local script as_user=()
+  script="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/tools/ort/install.sh"
+  if [[ $(id -u) -eq 0 && -n "${SUDO_USER:-}" && "$SUDO_USER" != root ]]; then
+    as_user=(sudo -u "$SUDO_USER" -H)
+  fi
+  "${as_user[@]}" "$script" ||
+    echo "install_deps: warning: onnxruntime-node not installed (tools/ort/install.sh failed); the 'peer' tests will skip" >&2
+}
+
 packages=(
   build-essential cmake ninja-build clang libclang-rt-14-dev meson pkg-config
   libhwy-dev libeigen3-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
@@ -22,6 +35,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install_deps: all ${#packages[@]} packages are installed"
+  install_onnxruntime_node
   exit 0
 fi
 
@@ -48,3 +62,4 @@ if [[ ${#still_missing[@]} -ne 0 ]]; then
   exit 1
 fi
 echo "install_deps: installed ${missing[*]}"
+install_onnxruntime_node

@@ -25,10 +25,10 @@ for tool in node npm; do
 done
 
 if [[ "$(installed_version)" != "$version" ]] || ! node -e "require('$pkg')" >/dev/null 2>&1; then
-  echo "tools/ort/install.sh: npm install --ignore-scripts onnxruntime-node@$version in $here"
   # npm ci when the lock file is there (exact versions), npm install otherwise (writes it).
   npm_cmd=(install)
   [[ -f "$here/package-lock.json" ]] && npm_cmd=(ci)
+  echo "tools/ort/install.sh: npm ${npm_cmd[*]} --ignore-scripts (onnxruntime-node@$version) in $here"
   if ! (cd "$here" && npm "${npm_cmd[@]}" --ignore-scripts --no-audit --no-fund); then
     echo "tools/ort/install.sh: npm ${npm_cmd[*]} failed (no network or registry?)" >&2
     exit 1
