@@ -179,6 +179,11 @@ TEST_CASE("Executor: chosen outputs, intermediates, callback, input checks, unkn
   check_floats(out.at("y"), {2}, {0.0f, 2.0f});
   check_floats(out.at("unused"), {2}, {std::tanh(-1.0f), std::tanh(2.0f)});
 
+  // Inputs as user tensors (here views of std::vector through the span adapter).
+  std::vector<float> user = {3.0f, -4.0f};
+  const std::map<std::string, qk::View<const float>> user_inputs = {{"x", qk::with_shape(user, Dims{2})}};
+  check_floats(ex.run(user_inputs).at("z"), {2}, {1.0f / (1.0f + std::exp(-3.0f)), 0.5f});
+
   CHECK(contains(error_of([&] { ex.run({}); }), "input 'x' is needed but was not given"));
   CHECK(contains(error_of([&] { ex.run({{"x", f32({3}, {1, 2, 3})}}); }), "input 'x' has shape [3]; expected [2]"));
   CHECK(contains(error_of([&] { ex.run({{"x", i64({2}, {1, 2})}}); }), "element type int64; expected float32"));
@@ -450,4 +455,27 @@ TEST_CASE("BatchNormalization folding into Conv and Gemm") {
     CHECK(hf.nodes.size() == 1);
     check_floats(qk::Executor<>(hf).run({{"a", a}}).at("y"), hw.shape(), hw.to_vector<float>(), 1e-5f);
   }
+}
+
+TEST_CASE("passes::infer_shapes: constants computed, symbolic batch kept symbolic, value-dependent shapes left open") {
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, true, {-1, 1, 4, 4}, {"N", "", "", ""}});
+  g.inputs.push_back({"s", DType::int64, true, {2}, {"", ""}});
+  g.outputs.push_back({"y", DType::undefined, false, {}, {}});
+  g.outputs.push_back({"r", DType::undefined, false, {}, {}});
+  g.initializers["w"] = f32({3, 1, 3, 3}, std::vector<float>(27, 0.5f));
+  g.initializers["shape"] = i64({2}, {0, -1});
+  g.nodes.push_back({"Conv", "", "conv", {"x", "w"}, {"c"}, {{"pads", Is({1, 1, 1, 1})}}, ""});
+  g.nodes.push_back({"Reshape", "", "flat", {"c", "shape"}, {"f"}, {}, ""});
+  g.nodes.push_back({"Relu", "", "relu", {"f"}, {"y"}, {}, ""});
+  g.nodes.push_back({"Reshape", "", "dyn", {"c", "s"}, {"r"}, {}, ""});  // shape fed at run time
+  qk::passes::infer_shapes(g);
+  REQUIRE(g.value_info.count("c"));
+  CHECK(g.value_info.at("c").dims == std::vector<std::int64_t>{-1, 3, 4, 4});
+  CHECK(g.value_info.at("f").dims == std::vector<std::int64_t>{-1, 48});
+  CHECK(g.outputs[0].has_shape);
+  CHECK(g.outputs[0].dtype == DType::float32);
+  CHECK(g.outputs[0].dims == std::vector<std::int64_t>{-1, 48});
+  CHECK(!g.outputs[1].has_shape);
+  CHECK(!g.value_info.count("r"));
 }

@@ -90,6 +90,8 @@ struct Outcome {
   std::string reason;
 };
 
+int own_inferred = 0, own_unknown = 0;  // outputs quantkit's own shape inference found / left open
+
 bool is_unsupported(const std::string& message) {
   return message.find("not supported") != std::string::npos ||
          message.find("unsupported") != std::string::npos;
@@ -131,6 +133,42 @@ Outcome run_case(const std::string& dir) {
     } catch (const qk::Error& e) {
       return {is_unsupported(e.what()) ? Outcome::skipped : Outcome::failed, set + ": " + e.what()};
     }
+  }
+  // quantkit's own shape inference (passes::infer_shapes, used without libonnx) must agree
+  // with the shapes the data has and with libonnx's inferred intermediate shapes.
+  try {
+    qk::onnx::LoadOptions o;
+    o.infer_shapes = false;
+    auto own = qk::onnx::load(dir + "/model.onnx", o);
+    for (auto& out : own.outputs) out.has_shape = false, out.dims.clear(), out.dim_params.clear();
+    qk::passes::infer_shapes(own);
+    std::map<std::string, Tensor> inputs;
+    const std::string sd = dir + "/" + sets.front();
+    for (std::size_t i = 0; i < g.inputs.size() && exists(sd + "/input_" + std::to_string(i) + ".pb"); ++i)
+      inputs[g.inputs[i].name] = qk::onnx::load_tensor(sd + "/input_" + std::to_string(i) + ".pb");
+    const auto outputs = run->run(inputs);
+    for (const auto& out : own.outputs) {
+      const Tensor& t = outputs.at(out.name);
+      if (!out.has_shape) {  // unknown (e.g. a shape given as a runtime input) is fine; wrong is not
+        ++own_unknown;
+        continue;
+      }
+      ++own_inferred;
+      bool same = out.dims.size() == static_cast<std::size_t>(t.rank());
+      for (std::size_t d = 0; same && d < out.dims.size(); ++d) same = out.dims[d] == t.dim(static_cast<int>(d));
+      if (!same || out.dtype != t.dtype())
+        return {Outcome::failed, "own shape inference: output '" + out.name + "' inferred " + out.shape_string() +
+                                     ", the data has " + t.shape().to_string()};
+    }
+    for (const auto& kv : g.value_info) {  // libonnx's
+      auto it = own.value_info.find(kv.first);
+      if (it == own.value_info.end() || !kv.second.fully_known()) continue;
+      if (it->second.dims != kv.second.dims)
+        return {Outcome::failed, "own shape inference: '" + kv.first + "' inferred " + it->second.shape_string() +
+                                     ", libonnx " + kv.second.shape_string()};
+    }
+  } catch (const qk::Error& e) {
+    return {Outcome::failed, std::string("own shape inference: ") + e.what()};
   }
   return {};
 }
@@ -224,6 +262,8 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   for (const auto& f : failed) report << "  " << f << "\n";
   report << "skipped cases (ops, attributes or element types outside the supported set):\n";
   for (const auto& s : skipped) report << "  " << s << "\n";
+  report << "own shape inference (passes::infer_shapes): " << own_inferred << " outputs inferred, all equal to the data's; "
+         << own_unknown << " left unknown (shapes fed as runtime inputs)\n";
   report << "ONNX conformance summary: passed " << passed.size() << " (node " << node_passed
          << "), failed " << failed.size() << ", skipped " << skipped.size() << "\n";
   std::cout << report.str() << std::flush;

@@ -5,6 +5,7 @@
 #include "quantkit/executor/builtin_ops.hpp"
 #include "quantkit/executor/executor.hpp"
 #include "quantkit/executor/passes/fold_batchnorm.hpp"
+#include "quantkit/executor/passes/infer_shapes.hpp"
 #include "quantkit/executor/registry.hpp"
 #include "quantkit/graph/attribute.hpp"
 #include "quantkit/graph/dtype.hpp"

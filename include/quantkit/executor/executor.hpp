@@ -130,6 +130,15 @@ class Executor {
     return result;
   }
 
+  // Inputs as any adapted tensor type (Eigen, std::vector + shape, a View, a user type with
+  // tensor_traits): copied into graph::Tensors, then run as above.
+  template <class UserTensor, class = std::enable_if_t<is_tensor_v<UserTensor>>>
+  TensorMap run(const std::map<std::string, UserTensor>& inputs, const RunOptions& options = {}) const {
+    TensorMap converted;
+    for (const auto& kv : inputs) converted[kv.first] = to_tensor(kv.second);
+    return run(converted, options);
+  }
+
  private:
   std::int64_t opset_of(const graph::Node& node) const {
     if (node.domain.empty() || node.domain == "ai.onnx") return graph_.opset;

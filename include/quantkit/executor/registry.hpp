@@ -74,14 +74,16 @@ class OpRegistry {
   struct Entry {
     OpFunction run = nullptr;
     std::vector<std::string> attributes;  // every attribute the implementation understands
+    std::vector<std::size_t> shape_inputs; // inputs whose values (not only shapes) set the
+                                           // output shape: Reshape's shape, Pad's pads, ...
   };
 
   // Registers op_type (default ONNX domain "" / "ai.onnx" unless `domain` is given) with the
   // attributes its implementation understands: a node carrying any other attribute is
   // rejected, so an attribute from a newer opset is never silently ignored.
   void add(const std::string& op_type, OpFunction fn, std::vector<std::string> attributes = {},
-           const std::string& domain = {}) {
-    ops_[key(domain, op_type)] = Entry{fn, std::move(attributes)};
+           std::vector<std::size_t> shape_inputs = {}, const std::string& domain = {}) {
+    ops_[key(domain, op_type)] = Entry{fn, std::move(attributes), std::move(shape_inputs)};
   }
   const Entry* find_entry(const std::string& domain, const std::string& op_type) const {
     auto it = ops_.find(key(domain, op_type));

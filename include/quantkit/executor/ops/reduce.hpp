@@ -114,7 +114,7 @@ inline void op_batch_normalization(OpContext& ctx) {
 }
 
 inline void register_reduce_ops(OpRegistry& r) {
-  r.add("ReduceMean", op_reduce_mean, {"axes", "keepdims", "noop_with_empty_axes"});
+  r.add("ReduceMean", op_reduce_mean, {"axes", "keepdims", "noop_with_empty_axes"}, {1});
   r.add("Softmax", op_softmax, {"axis"});
   r.add("BatchNormalization", op_batch_normalization, {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"});
 }

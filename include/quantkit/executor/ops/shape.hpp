@@ -274,13 +274,13 @@ inline void op_pad(OpContext& ctx) {
 
 inline void register_shape_ops(OpRegistry& r) {
   r.add("Flatten", op_flatten, {"axis"});
-  r.add("Reshape", op_reshape, {"allowzero", "shape", "consumed_inputs"});
-  r.add("Squeeze", op_squeeze, {"axes"});
-  r.add("Unsqueeze", op_unsqueeze, {"axes"});
+  r.add("Reshape", op_reshape, {"allowzero", "shape", "consumed_inputs"}, {1});
+  r.add("Squeeze", op_squeeze, {"axes"}, {1});
+  r.add("Unsqueeze", op_unsqueeze, {"axes"}, {1});
   r.add("Transpose", op_transpose, {"perm"});
   r.add("Concat", op_concat, {"axis"});
   r.add("Constant", op_constant, {"value", "value_float", "value_floats", "value_int", "value_ints"});
-  r.add("Pad", op_pad, {"mode", "pads", "paddings", "value"});
+  r.add("Pad", op_pad, {"mode", "pads", "paddings", "value"}, {1, 3});
 }
 
 }  // namespace ops
