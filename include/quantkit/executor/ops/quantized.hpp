@@ -2,7 +2,8 @@
 // quantkit::ref so the rounding convention is the library's: round half to even, x / scale),
 // DynamicQuantizeLinear, and the integer ops MatMulInteger, ConvInteger (exact int32
 // accumulation), QLinearMatMul, QLinearConv (int32 accumulation, then requantization with a
-// float multiplier s_a * s_b / s_y rounded half to even, as ONNX Runtime does).
+// float multiplier s_a * s_b / s_y computed in float32, applied to the accumulator in float32
+// and rounded half to even, as ONNX Runtime's MLAS does).
 #pragma once
 
 #include <algorithm>
@@ -274,7 +275,7 @@ inline void op_qlinear_matmul(OpContext& ctx) {
   MatMulShape s;
   const auto acc = detail::integer_matmul(ctx, a, b, azp, bzp, s);
   std::vector<double> m;
-  for (float v : bs) m.push_back(static_cast<double>(as) * static_cast<double>(v) / static_cast<double>(ys));
+  for (float v : bs) m.push_back(static_cast<double>(as * v / ys));  // in float, as ONNX Runtime
   ctx.set_output(0, detail::requantize_output(ctx, acc, s.out, m, N, 1, 7));
 }
 
@@ -341,7 +342,7 @@ inline void op_qlinear_conv(OpContext& ctx) {
       acc[i] = ref::saturate_to_int32(std::int64_t{acc[i]} + pb[(static_cast<std::int64_t>(i) / P) % M]);
   }
   std::vector<double> m;
-  for (float v : ws) m.push_back(static_cast<double>(xs) * static_cast<double>(v) / static_cast<double>(ys));
+  for (float v : ws) m.push_back(static_cast<double>(xs * v / ys));  // in float, as ONNX Runtime
   ctx.set_output(0, detail::requantize_output(ctx, acc, out, m, M, P, 7));
 }
 
