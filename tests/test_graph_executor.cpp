@@ -332,6 +332,8 @@ TEST_CASE("Shape ops: Reshape Flatten Squeeze Unsqueeze Transpose Concat Pad Con
   CHECK(contains(error_of([&] { run1("Transpose", {x}, {{"perm", Is({0, 0})}}); }), "not a permutation"));
   check_floats(run1("Concat", {f32({2, 1}, {1, 2}), f32({2, 2}, {3, 4, 5, 6})}, {{"axis", I(1)}}), {2, 3}, {1, 3, 4, 2, 5, 6});
   check_floats(run1("Concat", {f32({1, 2}, {1, 2}), f32({1, 2}, {3, 4})}, {{"axis", I(-2)}}), {2, 2}, {1, 2, 3, 4});
+  check_floats(run1("Concat", {f32({1, 1}, {1}), f32({1, 1}, {2})}, {}, 1), {1, 2}, {1, 2});  // Concat-1: axis 1
+  CHECK(contains(error_of([] { run1("Concat", {f32({1, 1}, {1}), f32({1, 1}, {2})}); }), "attribute 'axis' is missing"));
   CHECK(contains(error_of([] { run1("Concat", {f32({1, 2}, {1, 2}), f32({1, 3}, {3, 4, 5})}, {{"axis", I(0)}}); }),
                  "except along axis 0"));
   const Tensor p = f32({3}, {1, 2, 3});
@@ -426,6 +428,18 @@ TEST_CASE("BatchNormalization folding into Conv and Gemm") {
   CHECK(report.folded.size() == 1);
   CHECK(folded.nodes.size() == 1);
   check_floats(qk::Executor<>(folded).run({{"x", x}}).at("y"), want.shape(), want.to_vector<float>(), 1e-5f);
+
+  // Weights shared with another Conv are copied, never changed under the other node.
+  Graph two = g;
+  two.outputs.push_back({"other", DType::float32, false, {}, {}});
+  two.nodes.push_back({"Conv", "", "conv2", {"x", "w"}, {"other"}, {}, ""});
+  const auto want2 = qk::Executor<>(two).run({{"x", x}});
+  CHECK(qk::passes::fold_batchnorm(two).folded.size() == 1);
+  CHECK(two.initializers.at("w").to_vector<float>() == std::vector<float>{2, -3});
+  CHECK(two.nodes[0].inputs[1] == "w_bnfolded");
+  const auto got2 = qk::Executor<>(two).run({{"x", x}});
+  check_floats(got2.at("y"), want2.at("y").shape(), want2.at("y").to_vector<float>(), 1e-5f);
+  check_floats(got2.at("other"), want2.at("other").shape(), want2.at("other").to_vector<float>(), 0.0f);
 
   // A Conv output with a second user is not folded.
   Graph shared = g;

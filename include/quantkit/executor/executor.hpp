@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <new>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -156,6 +157,8 @@ class Executor {
       if (what.find(about) != std::string::npos) throw;
       const std::string prefix = "quantkit: ";
       throw Error(about + ": " + (what.compare(0, prefix.size(), prefix) == 0 ? what.substr(prefix.size()) : what));
+    } catch (const std::bad_alloc&) {
+      node.fail("out of memory computing its outputs (are the shapes as intended?)");
     }
   }
 

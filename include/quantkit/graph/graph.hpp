@@ -151,6 +151,40 @@ struct Graph {
     return p;
   }
 
+  // Indices of the nodes reading each value (a node reading a value twice is listed twice).
+  std::unordered_map<std::string, std::vector<std::size_t>> consumers() const {
+    std::unordered_map<std::string, std::vector<std::size_t>> c;
+    for (std::size_t i = 0; i < nodes.size(); ++i)
+      for (const auto& in : nodes[i].inputs)
+        if (!in.empty()) c[in].push_back(i);
+    return c;
+  }
+
+  bool is_output(const std::string& v) const {
+    return std::any_of(outputs.begin(), outputs.end(), [&](const ValueInfo& o) { return o.name == v; });
+  }
+
+  // True if `v` names any value (input, initializer, node output) or node of the graph.
+  bool uses_name(const std::string& v) const {
+    if (is_input(v) || is_initializer(v) || is_output(v) || value_info.count(v)) return true;
+    for (const auto& n : nodes) {
+      if (n.name == v) return true;
+      for (const auto& o : n.outputs)
+        if (o == v) return true;
+    }
+    return false;
+  }
+
+  // `base`, or `base_1`, `base_2`, ... : the first name not yet used (for values and nodes
+  // that passes add: folded weights, inserted quantize/dequantize pairs).
+  std::string unique_name(const std::string& base) const {
+    if (!uses_name(base)) return base;
+    for (std::size_t k = 1;; ++k) {
+      const std::string n = base + "_" + std::to_string(k);
+      if (!uses_name(n)) return n;
+    }
+  }
+
   // Checks: unique value producers (no output produced twice, or produced and also an input or
   // initializer), every node input produced somewhere, every graph output produced, no cycles.
   void validate() const { (void)topological_order(); }

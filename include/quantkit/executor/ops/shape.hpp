@@ -143,10 +143,11 @@ inline void op_transpose(OpContext& ctx) {
 }
 
 inline void op_concat(OpContext& ctx) {
-  if (!ctx.node().has_attr("axis")) ctx.fail("attribute 'axis' is missing; expected one");
+  // Concat-1 defaulted the axis to 1; from opset 4 it is required.
+  if (!ctx.node().has_attr("axis") && ctx.opset() >= 4) ctx.fail("attribute 'axis' is missing; expected one");
   const Tensor& first = ctx.input(0);
   const int r = first.rank();
-  const int axis = normalize_axis(ctx, ctx.node().attr_int("axis", 0), r);
+  const int axis = normalize_axis(ctx, ctx.node().attr_int("axis", 1), r);
   Dims out = first.shape();
   out[axis] = 0;
   for (std::size_t i = 0; i < ctx.num_inputs(); ++i) {

@@ -40,22 +40,13 @@ inline std::size_t count_uses(const graph::Graph& g, const std::string& v) {
 inline graph::Tensor& private_initializer(graph::Graph& g, graph::Node& node, std::size_t input) {
   const std::string name = node.inputs[input];
   if (count_uses(g, name) > 1) {
-    std::string fresh = name + "_bnfolded";
-    for (int k = 1; g.initializers.count(fresh) || g.producers().count(fresh); ++k)
-      fresh = name + "_bnfolded" + std::to_string(k);
+    const std::string fresh = g.unique_name(name + "_bnfolded");
     g.initializers[fresh] = g.initializers.at(name);
     g.initializers[fresh].set_name(fresh);
     node.inputs[input] = fresh;
     return g.initializers[fresh];
   }
   return g.initializers.at(name);
-}
-
-inline std::string fresh_name(const graph::Graph& g, const std::string& base) {
-  std::string n = base;
-  for (int k = 1; g.initializers.count(n) || g.producers().count(n) || g.is_input(n); ++k)
-    n = base + std::to_string(k);
-  return n;
 }
 
 }  // namespace detail
@@ -122,7 +113,7 @@ inline FoldReport fold_batchnorm(graph::Graph& g) {
         bt.set_name(dst.name());
         dst = std::move(bt);
       } else {
-        const std::string name = detail::fresh_name(g, prod.inputs[1] + "_bias_bnfolded");
+        const std::string name = g.unique_name(prod.inputs[1] + "_bias_bnfolded");
         bt.set_name(name);
         g.initializers[name] = std::move(bt);
         prod.inputs.resize(3);
@@ -147,7 +138,7 @@ inline FoldReport fold_batchnorm(graph::Graph& g) {
           w.data<float>()[r * w.dim(1) + c] *= s[static_cast<std::size_t>(tb ? r : c)];
       std::vector<float> cn(static_cast<std::size_t>(C));
       for (std::size_t c = 0; c < cn.size(); ++c) cn[c] = beta * c_old[c] * s[c] + shift[c];
-      const std::string name = detail::fresh_name(g, prod.inputs[1] + "_C_bnfolded");
+      const std::string name = g.unique_name(prod.inputs[1] + "_C_bnfolded");
       g.initializers[name] = Tensor::from_vector(Dims{C}, cn, name);
       prod.inputs.resize(3);
       prod.inputs[2] = name;
