@@ -1,7 +1,8 @@
 // ONNX adapter: load a model (file or bytes) into a graph::Graph, and TensorProto files into
 // graph::Tensor. Needs QUANTKIT_WITH_ONNX: Debian's onnx protobuf bindings (onnx_proto +
 // protobuf) and, for shape inference, libonnx (QUANTKIT_ONNX_SHAPE_INFERENCE, on by default
-// when its header is present; define it to 0 when linking onnx_proto only).
+// when its header is present; define it to 0 when linking onnx_proto only: then call
+// quantkit::passes::infer_shapes(graph) from the executor for the supported ops' shapes).
 //
 // Every problem is a quantkit::Error naming the file (and the node, op, tensor or attribute):
 // truncated or corrupt protobuf, external data, element types or attribute kinds outside the
