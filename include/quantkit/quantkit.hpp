@@ -3,11 +3,19 @@
 // Optional parts are included on their own: quantkit/tensor/eigen.hpp (needs Eigen).
 #pragma once
 
+#include "quantkit/calibration/calibration.hpp"
+#include "quantkit/calibration/profile.hpp"
 #include "quantkit/error.hpp"
+#include "quantkit/observer/auto.hpp"
+#include "quantkit/observer/configured.hpp"
+#include "quantkit/observer/distribution.hpp"
 #include "quantkit/observer/histogram.hpp"
+#include "quantkit/observer/kl.hpp"
 #include "quantkit/observer/minmax.hpp"
 #include "quantkit/observer/moving_average.hpp"
+#include "quantkit/observer/mse.hpp"
 #include "quantkit/observer/observer.hpp"
+#include "quantkit/observer/percentile.hpp"
 #include "quantkit/param_layout.hpp"
 #include "quantkit/params.hpp"
 #include "quantkit/policy/category.hpp"

@@ -36,15 +36,40 @@ observers_torch.json
         torch.histc(x, min=int(min_val), max=int(max_val)). "float" is the same class with that
         one call given the real bounds (min=float(min_val), max=float(max_val)) — what
         quantkit's HistogramObserver does by default; every other line is PyTorch's.
+
+observers_reference.json — KL (TensorRT entropy) and percentile reference values computed here
+by deliberately plain numpy/scipy code, independent of quantkit's C++:
+    "datasets": [{"name", "distribution", "data": base64 float32 (8192 values)}]
+    "grid": {"bins": 4096, "rule": text} — the histogram quantkit's GridHistogram keeps: bin
+        width w = 2^e, e the smallest integer >= max(-127, ceil(log2(max|x|)) - 30) such that
+        floor(max/w) - floor(min/w) < bins; bin j covers [(base + j) w, (base + j + 1) w),
+        base = floor(min / w). The model: each non-empty bin's values spread uniformly over the
+        bin clipped to [min, max].
+    "percentile": [{"dataset", "p", "side": "abs" | "two_sided", "range": [lo, hi] (float64),
+                    "raw": [lo, hi] (numpy quantiles of the raw data, method "linear"),
+                    "bin_width": w}]
+        abs: t = the p-quantile of |x| under the model, range [max(min, -t), min(max, t)];
+        two_sided: the (1-p)/2 and 1-(1-p)/2 quantiles.
+    "kl_histograms": {name: base64 float64, 2048 bins over [0, max|x|]}
+    "kl": [{"dataset" | "synthetic", "histogram": key of kl_histograms, "levels", "start_bin",
+            "zero_bin_fix", "amax": max|x| (float64), "bin": i, "divergence": KL at i,
+            "threshold": i * amax / 2048}]
+        The histogram of |x| under the model resampled to 2048 equal bins by overlap; then
+        pytorch-quantization's published _compute_amax_entropy, written out with np.linspace,
+        np.digitize, collections.Counter and scipy.stats.entropy (the last minimum wins).
+        "synthetic" cases give a histogram directly (fractional counts, empty bins).
 """
 
 import argparse
+import collections
 import base64
 import json
 import os
 import sys
 
 import numpy as np
+import scipy
+import scipy.stats
 import torch
 from torch.ao.quantization.observer import (
     HistogramObserver,
@@ -161,6 +186,250 @@ def make_observer(kind, dtype, qscheme, ch_axis, histc_bounds):
     raise ValueError(kind)
 
 
+# ----------------------------------------------------------------------------------------------
+# observers_reference.json: plain re-implementations for KL and percentile.
+
+GRID_BINS = 4096
+
+
+def grid_of(xmin, xmax, bins):
+    """quantkit's GridHistogram grid (exponent, base) for the range [xmin, xmax]."""
+    xmin, xmax = float(xmin), float(xmax)
+    amax = max(abs(xmin), abs(xmax))
+
+    def floor_log2(v):
+        _, k = np.frexp(v)
+        return int(k) - 1
+
+    e = -127
+    if amax > 0:
+        f = floor_log2(amax)
+        ceil = f if 2.0 ** f == amax else f + 1
+        e = max(e, ceil - 30)
+    span = xmax - xmin
+    if span > 0:
+        e = max(e, floor_log2(span / bins) - 1)
+    while True:
+        w = 2.0 ** e
+        a = int(np.floor(xmin / w))
+        b = int(np.floor(xmax / w))
+        if b - a < bins:
+            return e, a
+        e += 1
+
+
+def model_pieces(x, bins=GRID_BINS):
+    """Non-empty bins as (lo, hi, count), clipped to [min, max]."""
+    x = np.asarray(x, dtype=np.float64)
+    xmin, xmax = x.min(), x.max()
+    e, base = grid_of(xmin, xmax, bins)
+    w = 2.0 ** e
+    idx = np.floor(x / w).astype(np.int64) - base
+    counts = np.bincount(idx, minlength=bins)
+    pieces = []
+    for j in np.nonzero(counts)[0]:
+        lo = max((base + j) * w, xmin)
+        hi = min((base + j + 1) * w, xmax)
+        pieces.append((lo, hi, float(counts[j])))
+    return pieces, w
+
+
+def fold(pieces):
+    out = []
+    for lo, hi, c in pieces:
+        if lo >= 0:
+            out.append((lo, hi, c))
+        elif hi <= 0:
+            out.append((-hi, -lo, c))
+        else:
+            out.append((0.0, -lo, c * (-lo) / (hi - lo)))
+            out.append((0.0, hi, c * hi / (hi - lo)))
+    return out
+
+
+def cdf_at(pieces, t):
+    total = 0.0
+    for lo, hi, c in pieces:
+        if hi > lo:
+            total += c * min(max((t - lo) / (hi - lo), 0.0), 1.0)
+        elif t >= lo:
+            total += c
+    return total
+
+
+def model_quantile(pieces, f):
+    """The smallest t with F(t) >= f * total, F the model's cumulative count."""
+    total = sum(c for _, _, c in pieces)
+    target = f * total
+    points = sorted(set([p[0] for p in pieces] + [p[1] for p in pieces]))
+    if target <= 0:
+        return points[0]
+    prev_x, prev_f = None, 0.0
+    for x in points:
+        fx = cdf_at(pieces, x)
+        mass = sum(c for lo, hi, c in pieces if lo == hi == x)
+        left = fx - mass  # F just below x: F is linear between breakpoints
+        if prev_x is not None and left >= target and left > prev_f:
+            return prev_x + (x - prev_x) * (target - prev_f) / (left - prev_f)
+        if fx >= target:
+            return x
+        prev_x, prev_f = x, fx
+    return points[-1]
+
+
+def kl_reference(hist, levels, start_bin, zero_bin_fix):
+    """pytorch-quantization's _compute_amax_entropy, as published, on one histogram."""
+    bins = np.array(hist, dtype=np.float64)
+    if zero_bin_fix:
+        bins[0] = bins[1]
+    divergences = []
+    arguments = []
+    new_density_counts = np.zeros(levels, dtype=np.float64)
+    for i in range(start_bin, len(bins) + 1):
+        new_density_counts.fill(0)
+        space = np.linspace(0, i, num=levels + 1)
+        digitized_space = np.digitize(range(i), space) - 1
+        digitized_space[bins[:i] == 0] = -1
+        for idx, digitized in enumerate(digitized_space):
+            if digitized != -1:
+                new_density_counts[digitized] += bins[idx]
+        counter = collections.Counter(digitized_space)
+        for key, val in counter.items():
+            if key != -1:
+                new_density_counts[key] = new_density_counts[key] / val
+        new_density = np.zeros(i, dtype=np.float64)
+        for idx, digitized in enumerate(digitized_space):
+            if digitized != -1:
+                new_density[idx] = new_density_counts[digitized]
+        reference_density = np.array(bins[:len(digitized_space)])
+        reference_density[-1] += np.sum(bins[i:])
+        divergences.append(scipy.stats.entropy(reference_density, new_density))
+        arguments.append(i)
+    divergences = np.array(divergences)
+    last = len(divergences) - 1 - int(np.argmin(divergences[::-1]))
+    return arguments[last], float(divergences[last])
+
+
+def resample(pieces, top, nbins):
+    out = np.zeros(nbins, dtype=np.float64)
+    w = top / nbins
+    for lo, hi, c in pieces:
+        if not hi > lo:
+            out[min(max(int(np.floor(lo / w)), 0), nbins - 1)] += c
+            continue
+        k0 = min(max(int(np.floor(lo / w)), 0), nbins - 1)
+        k1 = min(max(int(np.floor(hi / w)), 0), nbins - 1)
+        if k0 == k1:
+            out[k0] += c
+            continue
+        rho = c / (hi - lo)
+        assigned = 0.0
+        for k in range(k0, k1):
+            a = max(lo, w * k)
+            b = min(hi, w * (k + 1))
+            part = rho * (b - a) if b > a else 0.0
+            out[k] += part
+            assigned += part
+        out[k1] += max(0.0, c - assigned)
+    return out
+
+
+def encode64(a):
+    return base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode("ascii")
+
+
+def make_reference(out_dir):
+    rng = np.random.default_rng(99)
+    n = 8192
+    sets = []
+
+    def add(name, dist, x):
+        sets.append({"name": name, "distribution": dist, "x": np.asarray(x, dtype=np.float32)})
+
+    add("normal", "normal(0.2, 1.0)", rng.normal(0.2, 1.0, n))
+    add("laplace", "laplace(0, 0.7)", rng.laplace(0.0, 0.7, n))
+    relu = np.maximum(rng.normal(0.0, 1.0, n), 0.0)
+    add("relu", "max(normal(0, 1), 0): half zeros", relu)
+    add("lognormal", "lognormal(-1, 1)", rng.lognormal(-1.0, 1.0, n))
+    add("uniform", "uniform(-3, 5)", rng.uniform(-3.0, 5.0, n))
+    xo = rng.normal(0.0, 0.3, n)
+    xo[rng.choice(n, 5, replace=False)] = [40.0, -35.0, 22.0, 18.0, -60.0]
+    add("outliers", "normal(0, 0.3) + 5 outliers up to |60|", xo)
+
+    percentile_cases = []
+    kl_cases = []
+    histograms = {}
+    for ds in sets:
+        x = ds["x"].astype(np.float64)
+        pieces, w = model_pieces(ds["x"])
+        xmin, xmax = float(x.min()), float(x.max())
+        folded = fold(pieces)
+        for p in [0.9, 0.99, 0.999, 0.9999, 0.99995]:
+            t = model_quantile(folded, p)
+            ax = np.abs(x)
+            raw_t = float(np.quantile(ax, p))
+            percentile_cases.append({
+                "dataset": ds["name"], "p": p, "side": "abs",
+                "range": [max(xmin, -t), min(xmax, t)],
+                "raw": [max(xmin, -raw_t), min(xmax, raw_t)], "bin_width": w})
+            cut = (1.0 - p) / 2.0
+            lo = model_quantile(pieces, cut)
+            hi = model_quantile(pieces, 1.0 - cut)
+            percentile_cases.append({
+                "dataset": ds["name"], "p": p, "side": "two_sided", "range": [lo, hi],
+                "raw": [float(np.quantile(x, cut)), float(np.quantile(x, 1.0 - cut))],
+                "bin_width": w})
+        amax = max(abs(xmin), abs(xmax))
+        hist = resample(folded, amax, 2048)
+        configs = [(128, False), (128, True)] if ds["name"] in ("relu", "normal") else [(128, False)]
+        if ds["name"] == "laplace":
+            configs.append((8, False))
+        for levels, fix in configs:
+            i, div = kl_reference(hist, levels, 128, fix)
+            kl_cases.append({"dataset": ds["name"], "histogram": ds["name"], "levels": levels,
+                             "start_bin": 128, "zero_bin_fix": fix, "amax": amax,
+                             "bin": i, "divergence": div, "threshold": i * amax / 2048})
+        histograms[ds["name"]] = encode64(hist)
+        print("reference:", ds["name"], file=sys.stderr)
+
+    # Synthetic histograms: fractional counts, empty stretches, a zero spike.
+    centers = (np.arange(2048) + 0.5) / 2048
+    synth = {
+        "halfnormal_fractional": np.exp(-0.5 * (centers * 6.0) ** 2) * 1000.0 / 3.0,
+        "gaps": np.where((np.arange(2048) // 7) % 3 == 0, 0.0, np.exp(-centers * 9.0) * 500.0),
+        "spike_and_tail": np.concatenate([[5000.0], np.exp(-centers[1:] * 4.0) * 40.0]),
+    }
+    synth["gaps"][1900] = 3.0  # a lone far bin
+    for name, h in synth.items():
+        for levels, fix in [(128, False), (128, True), (64, False)]:
+            i, div = kl_reference(h, levels, 128, fix)
+            kl_cases.append({"synthetic": name, "histogram": name, "levels": levels,
+                             "start_bin": 128, "zero_bin_fix": fix, "amax": 1.0,
+                             "bin": i, "divergence": div, "threshold": i / 2048})
+        histograms[name] = encode64(h)
+        print("reference:", name, file=sys.stderr)
+
+    doc = {
+        "generator": GENERATOR,
+        "numpy_version": np.__version__,
+        "scipy_version": scipy.__version__ if hasattr(scipy, "__version__") else "",
+        "datasets": [{"name": d["name"], "distribution": d["distribution"], "data": encode(d["x"])}
+                     for d in sets],
+        "grid": {"bins": GRID_BINS, "rule": grid_of.__doc__},
+        "kl_histograms": histograms,
+        "percentile": percentile_cases,
+        "kl": kl_cases,
+    }
+    path = os.path.join(out_dir, "observers_reference.json")
+    with open(path, "w") as f:
+        f.write("{\n")
+        for k in [k for k in doc if k not in ("percentile", "kl")]:
+            f.write(json.dumps(k) + ": " + json.dumps(doc[k]) + ",\n")
+        f.write('"percentile": [\n' + ",\n".join(json.dumps(c) for c in percentile_cases) + "\n],\n")
+        f.write('"kl": [\n' + ",\n".join(json.dumps(c) for c in kl_cases) + "\n]\n}\n")
+    print("wrote", path, file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden"))
@@ -168,6 +437,8 @@ def main():
                     help="stress runs only: batch shape, e.g. 16,64,1024 (committed file: 4,8,32)")
     ap.add_argument("--seed", type=int, default=None, help="stress runs only")
     ap.add_argument("--name", default="observers_torch.json")
+    ap.add_argument("--skip-reference", action="store_true",
+                    help="only observers_torch.json (stress runs)")
     args = ap.parse_args()
     global SHAPE, SEED
     if args.shape:
@@ -234,6 +505,8 @@ def main():
         f.write(",\n".join(json.dumps(c, separators=(",", ":")) for c in cases))
         f.write("\n]\n}\n")
     print("wrote", path, len(cases), "cases", file=sys.stderr)
+    if not args.skip_reference:
+        make_reference(args.out)
 
 
 if __name__ == "__main__":

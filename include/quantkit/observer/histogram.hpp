@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -337,8 +338,11 @@ class HistogramObserver {
   bool empty() const { return slots_.empty(); }
   void reset() { slots_.clear(); }
 
-  template <class T, int R>
-  void observe(const View<const T, R>& v) {
+  // One batch (a View of any element type; const or not).
+  template <class E, int R>
+  void observe(const View<E, R>& batch) {
+    using T = std::remove_const_t<E>;
+    const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
