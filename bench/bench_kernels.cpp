@@ -221,6 +221,8 @@ Case bind(Case c, Arena& a, std::map<std::string, CaseParams>& param_cache) {
   return c;
 }
 
+}  // namespace
+
 // ---- the scalar reference (quantkit::ref) -------------------------------------------------
 
 qk::Dims dims_of(const Case& c) {
@@ -253,6 +255,8 @@ qk::RoundingMode mode_of(Round r) {
     default: return qk::RoundingMode::half_even;
   }
 }
+
+namespace {
 
 template <class Scheme>
 Run ref_requantize(const Case& c) {

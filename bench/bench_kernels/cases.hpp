@@ -9,6 +9,15 @@
 #include <vector>
 
 #include "plain.hpp"
+#include "quantkit/params.hpp"
+#include "quantkit/policy/rounding.hpp"
+#include "quantkit/tensor/view.hpp"
+
+namespace quantkit {
+namespace simd {
+struct Kernels;
+}  // namespace simd
+}  // namespace quantkit
 
 namespace qk_bench {
 
@@ -73,9 +82,18 @@ struct Impl {
   bool sweep = true;  // also measured over every size (else only the variant matrix)
 };
 
-// Defined in kernels_*.cpp: quantkit's SIMD kernels, one Impl per target (and the dispatched
-// and statically dispatched entry points).
+// The case's tensor shape and quantkit parameters, as quantkit::ref takes them (bench_kernels.cpp).
+quantkit::Dims dims_of(const Case& c);
+quantkit::QuantParams quant_params(const Case& c);
+quantkit::RoundingMode mode_of(Round r);
+
+// kernels_dispatch.cpp: quantkit's SIMD kernels through quantkit::simd's public entry points
+// (raw pointers per tensor, Views otherwise) with runtime dispatch ("simd") and with every
+// compiled target this CPU runs ("simd:<TARGET>").
 void add_simd_impls(std::vector<Impl>& impls);
+// The same public entry points on an explicit kernel table.
+Run simd_front_run(const quantkit::simd::Kernels& kernels, const Case& c);
+// kernels_static_native.cpp: the kernels compiled for -march=native, no dispatch ("simd_static").
 void add_simd_static_impls(std::vector<Impl>& impls);
 
 }  // namespace qk_bench

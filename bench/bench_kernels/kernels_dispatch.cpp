@@ -1,5 +1,118 @@
-// quantkit's SIMD kernels with runtime dispatch (placeholder until include/quantkit/simd/ lands).
+// quantkit's SIMD kernels with runtime dispatch: this is the one translation unit that
+// compiles quantkit/simd/implementation.hpp (every Highway target; libhwy picks the CPU's
+// best), at the build's baseline flags — what a portable binary ships.
+//
+// Rows: "simd" — quantkit::simd's public entry points with the default (dispatched) kernels:
+// the raw-pointer functions per tensor (quantize, fake_quantize, dequantize) and the View
+// functions otherwise (same arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
+// one target's kernels (quantkit::simd::available_kernels(): every compiled target this CPU
+// runs), for the variant matrix.
+#define QUANTKIT_SIMD_IMPLEMENTATION
+#include "quantkit/simd/implementation.hpp"
+
+#include <string>
+#include <vector>
+
 #include "cases.hpp"
+#include "quantkit/params.hpp"
+#include "quantkit/policy/requantization.hpp"
+#include "quantkit/policy/rounding.hpp"
+#include "quantkit/ref/requantize.hpp"
+#include "quantkit/simd/simd.hpp"
+#include "quantkit/tensor/view.hpp"
+
 namespace qk_bench {
-void add_simd_impls(std::vector<Impl>&) {}
+
+namespace qk = quantkit;
+namespace qs = quantkit::simd;
+
+namespace {
+
+template <class Scheme>
+Run requantize_run(const qs::Kernels& k, const Case& c) {
+  auto p = qk::RequantParams<Scheme>::make(c.params->multiplier, qk::IntRange{-128, 127},
+                                           c.params->out_zero_point, "bench");
+  p.bias = c.params->bias;
+  p.channel_axis = 0;
+  const qk::View<const std::int32_t> in(c.acc, dims_of(c));
+  const qk::View<std::int8_t> out(c.q_out, dims_of(c));
+  const qs::Kernels* kp = &k;
+  return [in, out, p, kp] { qs::requantize(in, p, out, std::string(), *kp); };
+}
+
+}  // namespace
+
+Run simd_front_run(const qs::Kernels& k, const Case& c) {
+  const qs::Kernels* kp = &k;
+  const auto app = c.multiply ? qk::ScaleApplicationKind::multiply_by_reciprocal
+                              : qk::ScaleApplicationKind::divide;
+  const CaseParams& cp = *c.params;
+  if (c.gran == Gran::per_tensor && c.op != Op::requantize) {
+    const float s = cp.scale[0];
+    const std::int32_t z = cp.zero_point[0];
+    const std::size_t n = c.n;
+    auto o = qs::QuantizeOptions{}.with_rounding(mode_of(c.round)).with_application(app);
+    switch (c.op) {
+      case Op::quantize:
+        return [c, n, s, z, o, kp] { qs::quantize(c.x, n, s, z, o, c.q_out, *kp); };
+      case Op::fake_quantize:
+        o.with_range(qk::IntRange{cp.qmin, cp.qmax});
+        return [c, n, s, z, o, kp] { qs::fake_quantize(c.x, n, s, z, o, c.y, *kp); };
+      case Op::dequantize:
+        return [c, n, s, z, kp] { qs::dequantize(c.q_in, n, s, z, c.y, *kp); };
+      default: break;
+    }
+  }
+  switch (c.op) {
+    case Op::quantize: {
+      const qk::View<const float> in(c.x, dims_of(c));
+      const qk::View<std::int8_t> out(c.q_out, dims_of(c));
+      const qk::QuantParams p = quant_params(c);
+      return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
+        return [in, out, p, rounding, app, kp] { qs::quantize(in, p, out, rounding, app, *kp); };
+      });
+    }
+    case Op::fake_quantize: {
+      const qk::View<const float> in(c.x, dims_of(c));
+      const qk::View<float> out(c.y, dims_of(c));
+      const qk::QuantParams p = quant_params(c);
+      return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
+        return [in, out, p, rounding, app, kp] { qs::fake_quantize(in, p, out, rounding, app, *kp); };
+      });
+    }
+    case Op::dequantize: {
+      const qk::View<const std::int8_t> in(c.q_in, dims_of(c));
+      const qk::View<float> out(c.y, dims_of(c));
+      const qk::QuantParams p = quant_params(c);
+      return [in, out, p, kp] { qs::dequantize(in, p, out, *kp); };
+    }
+    case Op::requantize:
+      if (c.gran == Gran::per_group) return {};
+      switch (c.requant) {
+        case Requant::float_half_even: return requantize_run<qk::FloatMultiplier<qk::RoundHalfEven>>(k, c);
+        case Requant::fixed_point: return requantize_run<qk::FixedPointDoubleRounding>(k, c);
+        case Requant::fixed_point_single: return requantize_run<qk::FixedPointSingleRounding>(k, c);
+        case Requant::pow2_half_away: return requantize_run<qk::PowerOfTwo<qk::RoundHalfAway>>(k, c);
+        case Requant::single_shift: return requantize_run<qk::SingleShift>(k, c);
+        case Requant::double_shift: return requantize_run<qk::DoubleShift>(k, c);
+        default: return {};
+      }
+  }
+  return {};
+}
+
+void add_simd_impls(std::vector<Impl>& impls) {
+  Impl best;
+  best.name = "simd";
+  best.make = [](const Case& c) { return simd_front_run(qs::active_kernels(), c); };
+  impls.push_back(best);
+  for (const qs::Kernels* k : qs::available_kernels()) {
+    Impl impl;
+    impl.name = std::string("simd:") + k->name;
+    impl.make = [k](const Case& c) { return simd_front_run(*k, c); };
+    impl.sweep = false;  // one target at a time: the variant matrix only
+    impls.push_back(impl);
+  }
+}
+
 }  // namespace qk_bench
