@@ -7,6 +7,7 @@
 // functions otherwise (same arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
 // one target's kernels (quantkit::simd::available_kernels(): every compiled target this CPU
 // runs), for the variant matrix.
+#if __has_include("quantkit/simd/implementation.hpp")
 #define QUANTKIT_SIMD_IMPLEMENTATION
 #include "quantkit/simd/implementation.hpp"
 
@@ -116,3 +117,10 @@ void add_simd_impls(std::vector<Impl>& impls) {
 }
 
 }  // namespace qk_bench
+#else  // quantkit/simd not in this tree: plain loops, memcpy and the reference only
+#include "cases.hpp"
+namespace qk_bench {
+void add_simd_impls(std::vector<Impl>&) {}
+Run simd_front_run(const quantkit::simd::Kernels&, const Case&) { return {}; }
+}  // namespace qk_bench
+#endif

@@ -6,9 +6,11 @@
 // namespace no other translation unit of bench_kernels compiles); the public front end that
 // prepares its arguments runs from kernels_dispatch.cpp. Instantiating quantkit::simd's
 // inline templates here too would give the linker two copies built for different targets.
+#include "cases.hpp"
+
+#if __has_include("quantkit/simd/kernels-inl.h")
 #include <hwy/highway.h>
 
-#include "cases.hpp"
 #include "quantkit/simd/kernels-inl.h"
 
 namespace qk_bench {
@@ -22,3 +24,8 @@ void add_simd_static_impls(std::vector<Impl>& impls) {
 }
 
 }  // namespace qk_bench
+#else
+namespace qk_bench {
+void add_simd_static_impls(std::vector<Impl>&) {}
+}  // namespace qk_bench
+#endif

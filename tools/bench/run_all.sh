@@ -49,8 +49,11 @@ bench="$build/bench/bench_kernels"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+commit=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain -- include bench 2>/dev/null)" ]; then commit="$commit+local-changes"; fi
 common=(--benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true
-        --benchmark_out_format=json)
+        --benchmark_out_format=json
+        "--benchmark_context=quantkit_commit=$commit,compiler=$(c++ --version | head -1 | tr ',' ' ')")
 
 step "bench_kernels: sweep ($sizes)"
 "$bench" --qk_sizes="$sizes" --qk_no_matrix --benchmark_min_time=$sweep_min_time \
