@@ -61,10 +61,10 @@ class Executor {
   // Validates the graph (dangling inputs, duplicate outputs, cycles) and that every op has an
   // implementation: errors name the node, the op and the file.
   explicit Executor(graph::Graph g, const OpRegistry& registry = Mode::registry())
-      : graph_(std::move(g)), registry_(&registry) {
+      : graph_(std::move(g)), registry_(registry) {
     order_ = graph_.topological_order();
     functions_.resize(graph_.nodes.size());
-    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_->get(graph_.nodes[i]);
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_.get(graph_.nodes[i]);
     producer_ = graph_.producers();
   }
 
@@ -206,7 +206,7 @@ class Executor {
   }
 
   graph::Graph graph_;
-  const OpRegistry* registry_;
+  OpRegistry registry_;  // a copy: the executor never depends on the caller's registry's lifetime
   std::vector<std::size_t> order_;
   std::vector<OpFunction> functions_;
   std::unordered_map<std::string, std::size_t> producer_;

@@ -65,7 +65,10 @@ inline FoldReport fold_batchnorm(graph::Graph& g) {
       report.kept.push_back(bn.describe() + ": " + why);
       ++bi;
     };
-    if (bn.inputs.size() < 5 || bn.attr_int("training_mode", 0) != 0) { keep("training mode or missing inputs"); continue; }
+    if (bn.inputs.size() < 5 || bn.attr_int("training_mode", 0) != 0 || bn.attr_int("spatial", 1) == 0) {
+      keep("training mode, per-activation statistics or missing inputs");
+      continue;
+    }
     bool extra_outputs = false;
     for (std::size_t k = 1; k < bn.outputs.size(); ++k) extra_outputs |= !bn.outputs[k].empty();
     if (extra_outputs) { keep("uses its optional outputs"); continue; }

@@ -6,8 +6,8 @@
 // (Reshape's shape, Pad's pads, Squeeze's axes) come out right. Other values are zero-filled
 // tensors of their known shape, filled with ones (a valid scale, divisor and zero point);
 // an op whose output shape depends on the values of an input (OpRegistry::Entry::shape_inputs:
-// Reshape's shape, Pad's pads, ...) is inferred only when that input is such a constant. Symbolic dimensions (e.g. a batch "N") are substituted twice,
-// with two different extents: an output dimension that differs between the two runs is
+// Reshape's shape, Pad's pads, ...) is inferred only when that input is such a constant.
+// Symbolic dimensions (e.g. a batch "N") are substituted twice, with two different extents: an output dimension that differs between the two runs is
 // symbolic (unknown_dim), one that agrees is static. A node whose inputs have no known shape,
 // or whose op fails on stand-in data, leaves its outputs unknown; nothing is ever guessed.
 //
@@ -96,6 +96,7 @@ inline std::size_t infer_shapes(graph::Graph& g, const OpRegistry& registry = bu
       }
       constant = constant && it->second.constant;
     }
+    if (!ready) continue;
     for (std::size_t k : entry->shape_inputs)
       if (k < node.inputs.size() && !node.inputs[k].empty() && !known.at(node.inputs[k]).constant) ready = false;
     if (!ready) continue;
