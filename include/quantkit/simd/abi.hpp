@@ -1,0 +1,199 @@
+// The target-independent interface between quantkit's front end (quantkit/simd/api.hpp) and
+// the per-target Highway kernels (quantkit/simd/*-inl.h): plain structs and one table of
+// function pointers per compiled target. Nothing here depends on Highway.
+//
+// An element-wise operation is described by a Plan: the tensor's (collapsed) shape, element
+// strides of input and output, and how the parameter index of an element is computed. Rows
+// are the innermost dimension; along a row the parameters are either constant, constant in
+// blocks of `inner_block` elements, or vary with every element (per_element: params[base + j]).
+// The kernels walk the rows in row-major order, so per-element state such as the stochastic
+// rounding draws stays in the reference's element order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "quantkit/policy/requantization.hpp"
+#include "quantkit/policy/rounding.hpp"
+#include "quantkit/policy/scale_application.hpp"
+#include "quantkit/tensor/view.hpp"
+
+namespace quantkit {
+namespace simd {
+
+enum class ElemType : std::uint8_t { i8, u8, i16, u16, i32, f32 };
+
+template <class T>
+struct elem_type_of;
+template <>
+struct elem_type_of<std::int8_t> {
+  static constexpr ElemType value = ElemType::i8;
+};
+template <>
+struct elem_type_of<std::uint8_t> {
+  static constexpr ElemType value = ElemType::u8;
+};
+template <>
+struct elem_type_of<std::int16_t> {
+  static constexpr ElemType value = ElemType::i16;
+};
+template <>
+struct elem_type_of<std::uint16_t> {
+  static constexpr ElemType value = ElemType::u16;
+};
+template <>
+struct elem_type_of<std::int32_t> {
+  static constexpr ElemType value = ElemType::i32;
+};
+template <>
+struct elem_type_of<float> {
+  static constexpr ElemType value = ElemType::f32;
+};
+
+// How the parameter index changes along a row (the innermost plan dimension).
+enum class InnerParams : std::uint8_t { constant, blocks, per_element };
+
+struct Plan {
+  int rank = 1;  // >= 1; the last dimension is the row
+  std::int64_t shape[max_rank] = {};
+  std::int64_t in_stride[max_rank] = {};   // elements
+  std::int64_t out_stride[max_rank] = {};  // elements (unused by reductions)
+  // Parameter index of a row: sum over d < rank-1 of (idx[d] / param_div[d]) * param_stride[d].
+  std::int64_t param_stride[max_rank] = {};
+  std::int64_t param_div[max_rank] = {};
+  // Along the row: constant (base), blocks (base + j / inner_block) or per_element (base + j).
+  InnerParams inner = InnerParams::constant;
+  std::int64_t inner_block = 1;
+
+  std::int64_t size() const {
+    std::int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= shape[d];
+    return n;
+  }
+};
+
+// Source of the uniforms stochastic rounding uses: fill(ctx, x, n, u) writes one uniform per
+// element of x[0..n) in order, drawing nothing for NaN elements (the reference maps NaN to the
+// zero point before rounding), exactly as RoundStochastic::next_uniform would.
+struct UniformSource {
+  void* context = nullptr;
+  void (*fill)(void* context, const float* x, std::size_t n, float* u) = nullptr;
+};
+
+// quantize (out_type integer) or fake-quantize (out_type f32). Per parameter index p:
+//   factor[p] = scale or 1/scale (see application), zero[p] = float(zero point), scale[p].
+// Kernels require qmin <= zero <= qmax, |qmin|, |qmax| <= 2^24 and the range to fit out_type.
+struct QuantizeArgs {
+  Plan plan;
+  const float* x = nullptr;
+  void* out = nullptr;
+  ElemType out_type = ElemType::i8;
+  RoundingMode rounding = RoundingMode::half_even;  // never custom
+  ScaleApplicationKind application = ScaleApplicationKind::divide;
+  const float* factor = nullptr;
+  const float* zero = nullptr;
+  const float* scale = nullptr;  // fake-quantize only
+  float qmin = -128.0f;
+  float qmax = 127.0f;
+  UniformSource uniforms;  // stochastic only
+};
+
+// x = float(q - zero[p]) * scale[p]
+struct DequantizeArgs {
+  Plan plan;
+  const void* q = nullptr;
+  ElemType in_type = ElemType::i8;
+  float* out = nullptr;
+  const float* scale = nullptr;
+  const std::int32_t* zero = nullptr;
+};
+
+// Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):
+//   float_multiplier  kf = multiplier
+//   power_of_two      k0 = shift, k1 = 2^shift - 1, k2 = shift ? 2^(shift-1) : 1
+//   fixed_point       k0 = q, k1 = left, k2 = right, k3 = 2^right - 1, k4 = k3 >> 1,
+//                     k5 = INT32_MIN >> left, k6 = INT32_MAX >> left
+//   fixed_point_single k0 = q, k1 = 30 - shift (the first of two right shifts)
+//   single_shift      k0 = min(shift, 31)
+//   double_shift      k0 = shift1, k1 = shift2, k2 = 2^(shift2 - 1)
+// bias[p] is added (saturating) first; out = clamp(apply + zero_point, lo, hi).
+struct RequantizeArgs {
+  Plan plan;
+  const std::int32_t* acc = nullptr;
+  void* out = nullptr;
+  ElemType out_type = ElemType::i8;
+  RequantScheme scheme = RequantScheme::fixed_point;
+  RoundingMode rounding = RoundingMode::half_even;  // float_multiplier, power_of_two
+  const std::int32_t* k[7] = {};
+  const float* kf = nullptr;
+  const std::int32_t* bias = nullptr;
+  std::int32_t zero_point = 0;
+  std::int32_t lo = -128;
+  std::int32_t hi = 127;
+};
+
+// Min and max of the finite values (std::min/std::max order: the first of equal values wins,
+// which only matters for -0.0 vs +0.0); +inf/-inf when there is none.
+struct MinMaxResult {
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  std::size_t finite = 0;
+  std::size_t nonfinite = 0;
+};
+
+struct AbsMaxResult {
+  float absmax = 0.0f;  // max |x| over the finite values; 0 when there is none
+  std::size_t finite = 0;
+  std::size_t nonfinite = 0;
+};
+
+// Per-parameter (channel/block) min/max: min[p], max[p] are updated in place as
+// Range::include does, element by element in row-major order; non-finite values are skipped
+// and counted.
+struct MinMaxParamsArgs {
+  Plan plan;  // in_stride only
+  const float* x = nullptr;
+  float* min = nullptr;
+  float* max = nullptr;
+};
+
+// Histogram of x (or |x| when absolute) over [lo, hi] in `bins` equal bins:
+//   bin = min(bins - 1, int(((v - lo) * float(bins)) / (hi - lo)))   for lo <= v <= hi
+// (torch.histc's formula); values below lo / above hi / NaN are not binned but counted.
+// counts[0..bins) are incremented (accumulation). Requires lo < hi, both finite.
+struct HistogramArgs {
+  const float* x = nullptr;
+  std::size_t n = 0;
+  float lo = 0.0f;
+  float hi = 1.0f;
+  std::size_t bins = 0;
+  bool absolute = false;
+  std::uint64_t* counts = nullptr;
+};
+
+struct HistogramResult {
+  std::size_t below = 0;
+  std::size_t above = 0;
+  std::size_t nan = 0;
+};
+
+// One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
+struct Kernels {
+  std::int64_t target = 0;
+  const char* name = "";
+  void (*quantize)(const QuantizeArgs&) = nullptr;
+  void (*dequantize)(const DequantizeArgs&) = nullptr;
+  void (*requantize)(const RequantizeArgs&) = nullptr;
+  // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
+  void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
+  void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
+                 std::uint8_t* values) = nullptr;
+  MinMaxResult (*minmax)(const float* x, std::size_t n) = nullptr;
+  AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
+  std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
+  HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+};
+
+}  // namespace simd
+}  // namespace quantkit

@@ -1,0 +1,890 @@
+// quantkit::simd — the SIMD kernels behind the reference's interface.
+//
+// View API (same arguments as quantkit::ref, bit-identical results; an optional last argument
+// picks the kernels, e.g. *kernels_for(HWY_AVX2), default active_kernels()):
+//   quantize(x, params, q, rounding, application)       f32 -> int8/uint8/int16/uint16/int32
+//   fake_quantize(x, params, y, rounding, application)  f32 -> f32
+//   dequantize(q, params, x)                            int -> f32
+//   quantize_packed(x, params, bits, out, out_size, rounding, application)  2/4-bit packed
+//   dequantize_packed(packed, bits, is_signed, params, x)
+//   requantize(acc, requant_params, out, layer)         int32 -> int8/uint8/int16/uint16/int32
+// Raw-pointer API (contiguous buffers, per tensor or per row/column):
+//   quantize(x, n, scale, zero_point, [options,] out)
+//   quantize_per_channel(x, rows, cols, axis, scales, zero_points, [options,] out)
+//   fake_quantize(x, n, scale, zero_point, [options,] y), dequantize(q, n, scale, zero_point, x)
+//   requantize(acc, n, requant_params, out)
+// Reductions for observers: minmax, absmax, minmax_per_param (per channel / per block),
+// histogram.
+// The kernels: by default the runtime-dispatched ones (when quantkit/simd/implementation.hpp
+// is linked in) or this translation unit's static target; a last argument picks one target's,
+// as a pointer or a reference: kernels_for(HWY_AVX2), *available_kernels()[i].
+//
+// Every built-in rounding policy (RoundHalfEven, RoundHalfAway, RoundHalfUp, RoundFloor,
+// RoundTowardZero, RoundStochastic<G>) runs in SIMD on every target; stochastic rounding
+// draws its uniforms in element order into a buffer (exactly RoundStochastic::next_uniform,
+// none for NaN elements), then rounds with vector ops. User-defined rounding policies
+// (RoundingMode::custom) run the scalar reference. So do the few parameter sets the kernels
+// do not cover, all outside what quantkit's own schemes produce: a quantization range wider
+// than the output type (the reference wraps) or beyond +-2^24 (int32 outputs), requantization
+// constants outside the schemes' domains (shifts beyond 31), and non-float/non-integer types.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "quantkit/error.hpp"
+#include "quantkit/param_layout.hpp"
+#include "quantkit/params.hpp"
+#include "quantkit/policy/format.hpp"
+#include "quantkit/policy/granularity.hpp"
+#include "quantkit/policy/requantization.hpp"
+#include "quantkit/policy/rounding.hpp"
+#include "quantkit/policy/scale_application.hpp"
+#include "quantkit/ref/pack.hpp"
+#include "quantkit/ref/quantize.hpp"
+#include "quantkit/ref/requantize.hpp"
+#include "quantkit/simd/abi.hpp"
+#include "quantkit/simd/dispatch.hpp"
+#include "quantkit/tensor/view.hpp"
+
+namespace quantkit {
+namespace simd {
+namespace detail {
+
+template <class T>
+constexpr bool is_kernel_int_v =
+    std::is_same<T, std::int8_t>::value || std::is_same<T, std::uint8_t>::value ||
+    std::is_same<T, std::int16_t>::value || std::is_same<T, std::uint16_t>::value ||
+    std::is_same<T, std::int32_t>::value;
+
+template <class R>
+struct is_round_stochastic : std::false_type {};
+template <class G>
+struct is_round_stochastic<RoundStochastic<G>> : std::true_type {};
+
+// The mode a kernel implements for rounding policy R: only quantkit's own policy types
+// (a user type is `custom` whatever its `mode` says, and runs the reference).
+template <class R>
+constexpr RoundingMode kernel_rounding() {
+  using T = std::remove_cv_t<R>;
+  if constexpr (std::is_same<T, RoundHalfEven>::value) return RoundingMode::half_even;
+  else if constexpr (std::is_same<T, RoundHalfAway>::value) return RoundingMode::half_away;
+  else if constexpr (std::is_same<T, RoundHalfUp>::value) return RoundingMode::half_up;
+  else if constexpr (std::is_same<T, RoundFloor>::value) return RoundingMode::floor;
+  else if constexpr (std::is_same<T, RoundTowardZero>::value) return RoundingMode::toward_zero;
+  else if constexpr (is_round_stochastic<T>::value) return RoundingMode::stochastic;
+  else return RoundingMode::custom;
+}
+
+// The uniforms of RoundStochastic, in element order; NaN elements draw nothing.
+template <class R>
+void fill_uniforms(void* context, const float* x, std::size_t n, float* u) {
+  const R& round = *static_cast<const R*>(context);
+  for (std::size_t i = 0; i < n; ++i) u[i] = std::isnan(x[i]) ? 0.0f : round.next_uniform();
+}
+
+template <class R>
+UniformSource uniform_source(const R& round) {
+  UniformSource s;
+  if constexpr (is_round_stochastic<std::remove_cv_t<R>>::value) {
+    s.context = const_cast<void*>(static_cast<const void*>(&round));
+    s.fill = &fill_uniforms<std::remove_cv_t<R>>;
+  }
+  return s;
+}
+
+// Whether the kernels cover quantization range r into Out: the range fits Out (the reference
+// wraps otherwise) and |qmin|, |qmax| <= 2^24 (clamping in float is exact).
+template <class Out>
+bool range_ok(IntRange r) {
+  constexpr std::int64_t kFloatExact = std::int64_t{1} << 24;
+  if (r.qmin < -kFloatExact || r.qmax > kFloatExact) return false;
+  if constexpr (std::is_same<Out, float>::value) {
+    return true;
+  } else {
+    return r.qmin >= std::numeric_limits<Out>::min() && r.qmax <= std::numeric_limits<Out>::max();
+  }
+}
+
+// Parameters per parameter index; one inline value for per-tensor (no allocation).
+template <class T>
+class ParamArray {
+ public:
+  explicit ParamArray(std::size_t n) {
+    if (n > 1) heap_.resize(n);
+  }
+  T* data() { return heap_.empty() ? &one_ : heap_.data(); }
+  T& operator[](std::size_t i) { return data()[i]; }
+
+ private:
+  T one_{};
+  std::vector<T> heap_;
+};
+
+// The plan of an element-wise operation over `shape` (input strides `sin`, output strides
+// `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
+// wherever both views and the parameter index allow, so that contiguous tensors become one
+// long row (per-tensor), rows per channel (per-channel, axis not last), or rows with
+// per-element parameter vectors (per-channel on the last axis, per-group across it).
+inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout) {
+  struct Dim {
+    std::int64_t n, si, so, ps, pd;
+  };
+  const int rank = shape.rank;
+  std::int64_t pstride[max_rank] = {};
+  std::int64_t pdiv[max_rank];
+  for (int d = 0; d < max_rank; ++d) pdiv[d] = 1;
+  if (layout.kind() == GranularityKind::per_channel) {
+    pstride[layout.axis()] = 1;
+  } else if (layout.kind() == GranularityKind::per_group) {
+    const int a = layout.axis();
+    const std::int64_t b = layout.block_size();
+    Dims pshape = shape;
+    pshape[a] = (shape[a] + b - 1) / b;
+    const Dims ps = contiguous_strides(pshape);
+    for (int d = 0; d < rank; ++d) pstride[d] = ps[d];
+    pdiv[a] = b;
+  }
+  Plan plan;
+  for (int d = 0; d < max_rank; ++d) plan.param_div[d] = 1;
+  if (shape.product() == 0) {
+    plan.rank = 1;
+    plan.shape[0] = 0;
+    return plan;
+  }
+  Dim dims[max_rank];
+  int r = 0;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] != 1) dims[r++] = Dim{shape[d], sin[d], sout[d], pstride[d], pdiv[d]};
+  if (r == 0) dims[r++] = Dim{1, 1, 1, 0, 1};
+  // Merge from the innermost dimension outwards.
+  Dim merged[max_rank];
+  int m = 0;
+  merged[0] = dims[r - 1];
+  for (int d = r - 2; d >= 0; --d) {
+    Dim& inner = merged[m];
+    const Dim& outer = dims[d];
+    if (outer.si == inner.si * inner.n && outer.so == inner.so * inner.n && outer.pd == 1 &&
+        inner.pd == 1 && outer.ps == inner.ps * inner.n) {
+      inner.n *= outer.n;
+    } else {
+      merged[++m] = outer;
+    }
+  }
+  plan.rank = m + 1;
+  for (int d = 0; d < plan.rank; ++d) {
+    const Dim& src = merged[m - d];
+    plan.shape[d] = src.n;
+    plan.in_stride[d] = src.si;
+    plan.out_stride[d] = src.so;
+    plan.param_stride[d] = src.ps;
+    plan.param_div[d] = src.pd;
+  }
+  const int last = plan.rank - 1;
+  // Along a row the parameter index advances by 1 per element or per block (the parameter
+  // layout is row-major with the row's dimension innermost), or not at all.
+  if (plan.param_stride[last] == 0) {
+    plan.inner = InnerParams::constant;
+  } else if (plan.param_div[last] == 1) {
+    plan.inner = InnerParams::per_element;
+  } else {
+    plan.inner = InnerParams::blocks;
+    plan.inner_block = plan.param_div[last];
+  }
+  plan.param_stride[last] = 0;  // the row's own term is handled by `inner`
+  plan.param_div[last] = 1;
+  return plan;
+}
+
+inline Plan contiguous_plan(std::size_t n) {
+  Plan plan;
+  plan.rank = 1;
+  plan.shape[0] = static_cast<std::int64_t>(n);
+  plan.in_stride[0] = 1;
+  plan.out_stride[0] = 1;
+  plan.param_div[0] = 1;
+  return plan;
+}
+
+inline void check_scale(float scale, std::int32_t zero_point, IntRange r) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    quantkit::detail::fail("simd: scale is ", scale, "; expected a finite value > 0");
+  if (r.qmin >= r.qmax)
+    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax, "] is empty; expected qmin < qmax");
+  if (zero_point < r.qmin || zero_point > r.qmax)
+    quantkit::detail::fail("simd: zero point ", zero_point, "; expected a value in [", r.qmin, ", ",
+                           r.qmax, "]");
+}
+
+template <class Q>
+IntRange full_range() {
+  return IntRange{static_cast<std::int32_t>(std::numeric_limits<Q>::min()),
+                  static_cast<std::int32_t>(std::numeric_limits<Q>::max())};
+}
+
+// Runs a kernel: on `kernels` when given, else on the runtime-dispatched kernels when the
+// implementation is linked in, else on this translation unit's static target — instantiating
+// only the variant this call site needs (compile time of header-only users).
+template <class Out, RoundingMode kMode>
+void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
+  if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->quantize(a);
+#endif
+  HWY_STATIC_DISPATCH(QuantizeTyped)<Out, kMode>(a);
+}
+template <class Out>
+void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
+  if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->quantize(a);
+#endif
+  HWY_STATIC_DISPATCH(QuantizeTo)<Out>(a);
+}
+template <class In>
+void run_dequantize(const Kernels* kernels, const DequantizeArgs& a) {
+  if (kernels != nullptr) return kernels->dequantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->dequantize(a);
+#endif
+  HWY_STATIC_DISPATCH(DequantizeFrom)<In>(a);
+}
+template <class Out, RequantScheme kScheme, RoundingMode kMode>
+void run_requantize(const Kernels* kernels, const RequantizeArgs& a) {
+  if (kernels != nullptr) return kernels->requantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->requantize(a);
+#endif
+  HWY_STATIC_DISPATCH(RequantizeTyped)<Out, kScheme, kMode>(a);
+}
+// The other kernels: a function of `kernels`, of the runtime-dispatched table, or the static
+// target's function.
+template <class F>
+F pick(const Kernels* kernels, F Kernels::*member, F static_fn) {
+  if (kernels != nullptr) return kernels->*member;
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->*member;
+#endif
+  return static_fn;
+}
+
+}  // namespace detail
+
+// ==================================================================== View API
+
+// q = clamp(R(x / s) + z) — quantkit::ref::quantize, in SIMD.
+template <class In, int RI, class Q, int RO, class Rounding = RoundHalfEven>
+void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
+              const Rounding& round = {},
+              ScaleApplicationKind application = ScaleApplicationKind::divide,
+              const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::quantize: input must be float");
+  using Out = std::remove_const_t<Q>;
+  constexpr RoundingMode mode = detail::kernel_rounding<Rounding>();
+  if constexpr (mode == RoundingMode::custom || !detail::is_kernel_int_v<Out>) {
+    ref::quantize(x, p, q, round, application);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize");
+    if (!detail::range_ok<Out>(p.range)) {
+      ref::quantize(x, p, q, round, application);
+      return;
+    }
+    const std::size_t count = p.size();
+    detail::ParamArray<float> factor(count), zero(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      factor[i] = scale_factor(application, p.scale[i]);
+      zero[i] = static_cast<float>(p.zero_point[i]);
+    }
+    QuantizeArgs a;
+    a.plan = detail::make_plan(x.shape(), x.strides(), q.strides(), layout);
+    a.x = x.data();
+    a.out = const_cast<Out*>(q.data());
+    a.out_type = elem_type_of<Out>::value;
+    a.rounding = mode;
+    a.application = application;
+    a.factor = factor.data();
+    a.zero = zero.data();
+    a.qmin = static_cast<float>(p.range.qmin);
+    a.qmax = static_cast<float>(p.range.qmax);
+    a.uniforms = detail::uniform_source(round);
+    detail::run_quantize<Out, mode>(kernels, a);
+  }
+}
+
+// y = dequantize(quantize(x)) — quantkit::ref::fake_quantize, in SIMD.
+template <class In, int RI, int RO, class Rounding = RoundHalfEven>
+void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float, RO>& y,
+                   const Rounding& round = {},
+                   ScaleApplicationKind application = ScaleApplicationKind::divide,
+                   const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::fake_quantize: input must be float");
+  constexpr RoundingMode mode = detail::kernel_rounding<Rounding>();
+  if constexpr (mode == RoundingMode::custom) {
+    ref::fake_quantize(x, p, y, round, application);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(x, y, p, "fake_quantize");
+    if (!detail::range_ok<float>(p.range)) {
+      ref::fake_quantize(x, p, y, round, application);
+      return;
+    }
+    const std::size_t count = p.size();
+    detail::ParamArray<float> factor(count), zero(count), scale(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      factor[i] = scale_factor(application, p.scale[i]);
+      zero[i] = static_cast<float>(p.zero_point[i]);
+      scale[i] = p.scale[i];
+    }
+    QuantizeArgs a;
+    a.plan = detail::make_plan(x.shape(), x.strides(), y.strides(), layout);
+    a.x = x.data();
+    a.out = y.data();
+    a.out_type = ElemType::f32;
+    a.rounding = mode;
+    a.application = application;
+    a.factor = factor.data();
+    a.zero = zero.data();
+    a.scale = scale.data();
+    a.qmin = static_cast<float>(p.range.qmin);
+    a.qmax = static_cast<float>(p.range.qmax);
+    a.uniforms = detail::uniform_source(round);
+    detail::run_quantize<float, mode>(kernels, a);
+  }
+}
+
+// x = float(q - z) * s — quantkit::ref::dequantize, in SIMD.
+template <class Q, int RI, int RO>
+void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x,
+                const Kernels* kernels = nullptr) {
+  using In = std::remove_const_t<Q>;
+  if constexpr (!detail::is_kernel_int_v<In>) {
+    ref::dequantize(q, p, x);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
+    DequantizeArgs a;
+    a.plan = detail::make_plan(q.shape(), q.strides(), x.strides(), layout);
+    a.q = q.data();
+    a.in_type = elem_type_of<In>::value;
+    a.out = x.data();
+    a.scale = p.scale.data();
+    a.zero = p.zero_point.data();
+    detail::run_dequantize<In>(kernels, a);
+  }
+}
+
+// 2-/4-bit values quantized and packed low bits first in row-major order of x's shape
+// (ref::quantize then ref::pack). `out` holds packed_size(x.size(), bits) bytes.
+template <class In, int RI, class Rounding = RoundHalfEven>
+void quantize_packed(const View<In, RI>& x, const QuantParams& p, int bits, std::uint8_t* out,
+                     std::size_t out_size, const Rounding& round = {},
+                     ScaleApplicationKind application = ScaleApplicationKind::divide,
+                     const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::quantize_packed: input must be float");
+  const auto n = static_cast<std::size_t>(x.size());
+  if (bits != 2 && bits != 4)
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": cannot pack ", bits,
+                           "-bit values; expected 2 or 4 bits");
+  if (out_size < packed_size(n, bits))
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": packed output has ",
+                           out_size, " bytes; expected ", packed_size(n, bits), " for ", n, " values");
+  const auto run = [&](auto tag) {
+    using Value = decltype(tag);
+    constexpr std::size_t kChunk = 4096;  // divisible by 2 and 4: chunks start on byte boundaries
+    if (p.granularity.kind == GranularityKind::per_tensor && x.is_contiguous() && n > kChunk) {
+      p.validate(x.name());
+      Value values[kChunk];
+      for (std::size_t i = 0; i < n; i += kChunk) {
+        const std::size_t m = n - i < kChunk ? n - i : kChunk;
+        const Dims shape{static_cast<std::int64_t>(m)};
+        quantize(View<const float>(x.data() + i, shape), p, View<Value>(values, shape), round,
+                 application, kernels);
+        detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values), m,
+                                               bits, out + i / (8 / bits));
+      }
+      return;
+    }
+    std::vector<Value> values(n);
+    quantize(x, p, View<Value>(values.data(), x.shape(), x.name()), round, application, kernels);
+    detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values.data()), n,
+                                           bits, out);
+  };
+  if (p.range.qmin < 0)
+    run(std::int8_t{});
+  else
+    run(std::uint8_t{});
+}
+
+// Unpacks n = x.size() values (sign-extended when is_signed) and dequantizes them into x.
+template <int RO>
+void dequantize_packed(const std::uint8_t* packed, std::size_t packed_bytes, int bits,
+                       bool is_signed, const QuantParams& p, const View<float, RO>& x,
+                       const Kernels* kernels = nullptr) {
+  const auto n = static_cast<std::size_t>(x.size());
+  if (bits != 2 && bits != 4)
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": cannot unpack ", bits,
+                           "-bit values; expected 2 or 4 bits");
+  if (packed_bytes != packed_size(n, bits))
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": packed input has ",
+                           packed_bytes, " bytes; expected ", packed_size(n, bits), " for ", n,
+                           " values");
+  if (is_signed) {
+    std::vector<std::int8_t> values(n);
+    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, true,
+                                             reinterpret_cast<std::uint8_t*>(values.data()));
+    dequantize(View<const std::int8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
+  } else {
+    std::vector<std::uint8_t> values(n);
+    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, false, values.data());
+    dequantize(View<const std::uint8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
+  }
+}
+
+namespace detail {
+
+// Per-channel kernel constants of a requantization scheme (see RequantizeArgs); false when a
+// constant lies outside what the kernels cover (the reference handles it).
+template <class Scheme>
+bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, float* kf) {
+  constexpr RequantScheme s = Scheme::scheme;
+  if constexpr (s == RequantScheme::float_multiplier) {
+    *kf = c.multiplier;
+    return std::isfinite(c.multiplier);
+  } else if constexpr (s == RequantScheme::power_of_two) {
+    if (c.shift < 0 || c.shift > 31) return false;
+    k[0] = c.shift;
+    k[1] = static_cast<std::int32_t>((std::int64_t{1} << c.shift) - 1);
+    k[2] = c.shift == 0 ? 1 : static_cast<std::int32_t>(std::int64_t{1} << (c.shift - 1));
+    return true;
+  } else if constexpr (s == RequantScheme::fixed_point) {
+    const int left = c.shift > 0 ? c.shift : 0;
+    const int right = c.shift > 0 ? 0 : -c.shift;
+    if (left > 31 || right > 31) return false;
+    const std::int64_t mask = (std::int64_t{1} << right) - 1;
+    k[0] = c.multiplier;
+    k[1] = left;
+    k[2] = right;
+    k[3] = static_cast<std::int32_t>(mask);
+    k[4] = static_cast<std::int32_t>(mask >> 1);
+    k[5] = std::numeric_limits<std::int32_t>::min() >> left;
+    k[6] = std::numeric_limits<std::int32_t>::max() >> left;
+    return true;
+  } else if constexpr (s == RequantScheme::fixed_point_single) {
+    if (c.shift < -31 || c.shift > 30) return false;
+    k[0] = c.multiplier;
+    k[1] = 30 - c.shift;
+    return true;
+  } else if constexpr (s == RequantScheme::single_shift) {
+    if (c.shift < 0 || c.shift > 63) return false;
+    k[0] = c.shift > 31 ? 31 : c.shift;  // int32 >> 31.. is the sign either way
+    return true;
+  } else {  // double_shift
+    if (c.shift1 < 0 || c.shift1 > 31 || c.shift2 < 1 || c.shift2 > 31) return false;
+    k[0] = c.shift1;
+    k[1] = c.shift2;
+    k[2] = static_cast<std::int32_t>(std::int64_t{1} << (c.shift2 - 1));
+    return true;
+  }
+}
+
+template <class Scheme, class = void>
+struct requant_rounding {
+  static constexpr RoundingMode value = RoundingMode::half_even;
+};
+template <class Scheme>
+struct requant_rounding<Scheme, std::void_t<typename Scheme::rounding>> {
+  static constexpr RoundingMode value = kernel_rounding<typename Scheme::rounding>();
+};
+
+template <class Scheme>
+constexpr bool requant_supported() {
+  constexpr RequantScheme s = Scheme::scheme;
+  if constexpr (s == RequantScheme::float_multiplier || s == RequantScheme::power_of_two) {
+    constexpr RoundingMode m = requant_rounding<Scheme>::value;
+    return m != RoundingMode::custom && m != RoundingMode::stochastic;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace detail
+
+// out = clamp(Scheme::apply(sat32(acc + bias[c]), k[c]) + zp, clamp_min, clamp_max) —
+// quantkit::ref::requantize, in SIMD (same checks and error messages).
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const View<Out, RO>& out,
+                const std::string& layer = {}, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<Acc>, std::int32_t>::value,
+                "simd::requantize: accumulators must be std::int32_t");
+  using O = std::remove_const_t<Out>;
+  if constexpr (!detail::requant_supported<Scheme>() || !detail::is_kernel_int_v<O>) {
+    ref::requantize(acc, p, out, layer);
+  } else {
+    if (acc.shape() != out.shape() || p.clamp_min > p.clamp_max) {
+      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      return;
+    }
+    const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
+    const Granularity g =
+        per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
+    const ParamLayout layout(acc.shape(), g, layer);
+    const std::int64_t channels = layout.count();
+    if ((p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels) ||
+        (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)) {
+      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      return;
+    }
+    if (p.clamp_min < std::numeric_limits<O>::min() || p.clamp_max > std::numeric_limits<O>::max()) {
+      ref::requantize(acc, p, out, layer);  // a clamp wider than the output type wraps there
+      return;
+    }
+    const auto count = static_cast<std::size_t>(channels);
+    detail::ParamArray<std::int32_t> k[7] = {
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count)};
+    detail::ParamArray<float> kf(count);
+    detail::ParamArray<std::int32_t> bias(count);
+    for (std::size_t c = 0; c < count; ++c) {
+      const auto& constants = p.constants.size() == 1 ? p.constants[0] : p.constants[c];
+      std::int32_t kc[7] = {};
+      if (!detail::requant_constants<Scheme>(constants, kc, &kf[c])) {
+        ref::requantize(acc, p, out, layer);
+        return;
+      }
+      for (int s = 0; s < 7; ++s) k[s][c] = kc[s];
+      bias[c] = p.bias.empty() ? 0 : p.bias[c];
+    }
+    RequantizeArgs a;
+    a.plan = detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout);
+    a.acc = acc.data();
+    a.out = out.data();
+    a.out_type = elem_type_of<O>::value;
+    a.scheme = Scheme::scheme;
+    a.rounding = detail::requant_rounding<Scheme>::value;
+    for (int s = 0; s < 7; ++s) a.k[s] = k[s].data();
+    a.kf = kf.data();
+    a.bias = bias.data();
+    a.zero_point = p.output_zero_point;
+    a.lo = p.clamp_min;
+    a.hi = p.clamp_max;
+    detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
+  }
+}
+
+// ==================================================================== Raw-pointer API
+
+// Options of the raw-pointer quantize/fake_quantize: a built-in rounding mode (not stochastic
+// or custom: use the View API with the policy object for those), the scale application, and
+// the integer range (default: the output type's full range).
+struct QuantizeOptions {
+  RoundingMode rounding = RoundingMode::half_even;
+  ScaleApplicationKind application = ScaleApplicationKind::divide;
+  bool has_range = false;
+  IntRange range{};
+
+  QuantizeOptions& with_rounding(RoundingMode m) {
+    rounding = m;
+    return *this;
+  }
+  QuantizeOptions& with_application(ScaleApplicationKind a) {
+    application = a;
+    return *this;
+  }
+  QuantizeOptions& with_range(IntRange r) {
+    has_range = true;
+    range = r;
+    return *this;
+  }
+};
+
+namespace detail {
+template <class Q>
+void raw_quantize(const float* x, const Plan& plan, const float* scales, const std::int32_t* zero_points,
+                  std::size_t count, const QuantizeOptions& o, Q* out, const Kernels* kernels) {
+  static_assert(is_kernel_int_v<Q> || std::is_same<Q, float>::value,
+                "simd::quantize: output must be int8/uint8/int16/uint16/int32 (float: fake_quantize)");
+  if (o.rounding == RoundingMode::custom || o.rounding == RoundingMode::stochastic)
+    quantkit::detail::fail("simd::quantize: raw-pointer calls take a built-in deterministic rounding "
+                           "mode; pass RoundStochastic/custom policies to the View overload");
+  IntRange r;
+  if (o.has_range) {
+    r = o.range;
+  } else if constexpr (std::is_same<Q, float>::value || std::is_same<Q, std::int32_t>::value) {
+    quantkit::detail::fail("simd: float/int32 outputs need an explicit range (QuantizeOptions::with_range)");
+  } else {
+    r = full_range<Q>();
+  }
+  if (!range_ok<Q>(r))
+    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
+                           "] does not fit the output type (or exceeds +-2^24)");
+  ParamArray<float> factor(count), zero(count), scale(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    check_scale(scales[i], zero_points[i], r);
+    factor[i] = scale_factor(o.application, scales[i]);
+    zero[i] = static_cast<float>(zero_points[i]);
+    scale[i] = scales[i];
+  }
+  QuantizeArgs a;
+  a.plan = plan;
+  a.x = x;
+  a.out = out;
+  a.out_type = elem_type_of<Q>::value;
+  a.rounding = o.rounding;
+  a.application = o.application;
+  a.factor = factor.data();
+  a.zero = zero.data();
+  a.scale = scale.data();
+  a.qmin = static_cast<float>(r.qmin);
+  a.qmax = static_cast<float>(r.qmax);
+  run_quantize_any_rounding<Q>(kernels, a);
+}
+
+inline Plan rows_plan(std::size_t rows, std::size_t cols, int axis) {
+  if (axis != 0 && axis != 1)
+    quantkit::detail::fail("simd::quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
+  Plan plan;
+  plan.rank = 2;
+  plan.shape[0] = static_cast<std::int64_t>(rows);
+  plan.shape[1] = static_cast<std::int64_t>(cols);
+  plan.in_stride[0] = plan.out_stride[0] = static_cast<std::int64_t>(cols);
+  plan.in_stride[1] = plan.out_stride[1] = 1;
+  plan.param_div[0] = plan.param_div[1] = 1;
+  if (axis == 0) {
+    plan.param_stride[0] = 1;
+    plan.inner = InnerParams::constant;
+  } else {
+    plan.inner = InnerParams::per_element;
+  }
+  return plan;
+}
+}  // namespace detail
+
+// Per tensor, contiguous: out[i] = clamp(R(x[i] / scale) + zero_point).
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
+              const QuantizeOptions& options, Q* out, const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, out, kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
+              const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, QuantizeOptions{},
+                       out, kernels);
+}
+
+// A row-major [rows, cols] matrix with one (scale, zero point) per row (axis 0) or per column
+// (axis 1).
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points,
+                          const QuantizeOptions& options, Q* out,
+                          const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::rows_plan(rows, cols, axis), scales, zero_points,
+                       axis == 0 ? rows : cols, options, out, kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points, Q* out,
+                          const Kernels* kernels = nullptr) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, QuantizeOptions{}, out, kernels);
+}
+
+// Per tensor: y[i] = float(q - zero_point) * scale with q as quantize() computes it; the
+// range must be given (options.with_range).
+template <class T>
+void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
+                   const QuantizeOptions& options, float* y, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::fake_quantize: input must be float");
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, y, kernels);
+}
+
+// Per tensor: x[i] = float(q[i] - zero_point) * scale.
+template <class Q>
+void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
+                const Kernels* kernels = nullptr) {
+  static_assert(detail::is_kernel_int_v<Q>,
+                "simd::dequantize: input must be int8/uint8/int16/uint16/int32");
+  DequantizeArgs a;
+  a.plan = detail::contiguous_plan(n);
+  a.q = q;
+  a.in_type = elem_type_of<Q>::value;
+  a.out = x;
+  a.scale = &scale;
+  a.zero = &zero_point;
+  detail::run_dequantize<Q>(kernels, a);
+}
+
+// n accumulators, per tensor or with p.constants/p.bias per channel along the last dimension
+// of an [n / channels, channels] matrix.
+template <class Scheme, class Out>
+void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Scheme>& p, Out* out,
+                const Kernels* kernels = nullptr) {
+  const std::size_t channels = p.constants.size() > 1 ? p.constants.size() : (p.bias.size() > 1 ? p.bias.size() : 1);
+  if (n % channels != 0)
+    quantkit::detail::fail("simd::requantize: ", n, " accumulators for ", channels,
+                           " channels; expected a multiple");
+  const Dims shape{static_cast<std::int64_t>(n / channels), static_cast<std::int64_t>(channels)};
+  RequantParams<Scheme> q = p;
+  q.channel_axis = -1;
+  requantize(View<const std::int32_t>(acc, shape), q, View<Out>(out, shape), {}, kernels);
+}
+
+// ==================================================================== Reductions
+
+// Min and max of the finite values of x[0..n) (std::min/std::max order) and the count of
+// non-finite values.
+template <class T>
+MinMaxResult minmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::minmax: input must be float");
+  return detail::pick(kernels, &Kernels::minmax, &HWY_STATIC_DISPATCH(MinMax))(x, n);
+}
+
+// max |x| over the finite values of x[0..n) (0 if none) and the count of non-finite values.
+template <class T>
+AbsMaxResult absmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::absmax: input must be float");
+  return detail::pick(kernels, &Kernels::absmax, &HWY_STATIC_DISPATCH(AbsMax))(x, n);
+}
+
+// Running min/max per parameter (channel or block of `granularity` over x's shape), updated
+// in place exactly as Range::include does element by element; min/max hold layout.count()
+// values (start them at +inf/-inf). Non-finite values are skipped; returns how many.
+template <class T, int R>
+std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float* min, float* max,
+                             const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<T>, float>::value,
+                "simd::minmax_per_param: input must be float");
+  const ParamLayout layout(x.shape(), granularity, x.name());
+  MinMaxParamsArgs a;
+  a.plan = detail::make_plan(x.shape(), x.strides(), x.strides(), layout);
+  a.x = x.data();
+  a.min = min;
+  a.max = max;
+  return detail::pick(kernels, &Kernels::minmax_params, &HWY_STATIC_DISPATCH(MinMaxParams))(a);
+}
+
+// Adds the histogram of x[0..n) (|x| when absolute) over [lo, hi] in `bins` bins to counts
+// (torch.histc's binning: bin = min(bins - 1, int(((v - lo) * bins) / (hi - lo)))); returns
+// the counts of values below lo, above hi and NaN, which are not binned.
+template <class T>
+HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                          std::uint64_t* counts, bool absolute = false,
+                          const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram: ", bins, " bins; expected 1 to 2^24");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.absolute = absolute;
+  a.counts = counts;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
+// ==================================================================== Kernels by reference
+// The same functions with the kernels of one target given by reference, e.g.
+// quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
+
+template <class In, int RI, class Q, int RO, class Rounding>
+void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
+              const Rounding& round, ScaleApplicationKind application, const Kernels& kernels) {
+  quantize(x, p, q, round, application, &kernels);
+}
+template <class In, int RI, int RO, class Rounding>
+void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float, RO>& y,
+                   const Rounding& round, ScaleApplicationKind application, const Kernels& kernels) {
+  fake_quantize(x, p, y, round, application, &kernels);
+}
+template <class Q, int RI, int RO>
+void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x,
+                const Kernels& kernels) {
+  dequantize(q, p, x, &kernels);
+}
+template <class In, int RI, class Rounding>
+void quantize_packed(const View<In, RI>& x, const QuantParams& p, int bits, std::uint8_t* out,
+                     std::size_t out_size, const Rounding& round, ScaleApplicationKind application,
+                     const Kernels& kernels) {
+  quantize_packed(x, p, bits, out, out_size, round, application, &kernels);
+}
+template <int RO>
+void dequantize_packed(const std::uint8_t* packed, std::size_t packed_bytes, int bits,
+                       bool is_signed, const QuantParams& p, const View<float, RO>& x,
+                       const Kernels& kernels) {
+  dequantize_packed(packed, packed_bytes, bits, is_signed, p, x, &kernels);
+}
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const View<Out, RO>& out,
+                const std::string& layer, const Kernels& kernels) {
+  requantize(acc, p, out, layer, &kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
+              const QuantizeOptions& options, Q* out, const Kernels& kernels) {
+  quantize(x, n, scale, zero_point, options, out, &kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
+              const Kernels& kernels) {
+  quantize(x, n, scale, zero_point, out, &kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points,
+                          const QuantizeOptions& options, Q* out, const Kernels& kernels) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, options, out, &kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points, Q* out,
+                          const Kernels& kernels) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, out, &kernels);
+}
+template <class T>
+void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
+                   const QuantizeOptions& options, float* y, const Kernels& kernels) {
+  fake_quantize(x, n, scale, zero_point, options, y, &kernels);
+}
+template <class Q>
+void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
+                const Kernels& kernels) {
+  dequantize(q, n, scale, zero_point, x, &kernels);
+}
+template <class Scheme, class Out>
+void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Scheme>& p, Out* out,
+                const Kernels& kernels) {
+  requantize(acc, n, p, out, &kernels);
+}
+template <class T>
+MinMaxResult minmax(const T* x, std::size_t n, const Kernels& kernels) {
+  return minmax(x, n, &kernels);
+}
+template <class T>
+AbsMaxResult absmax(const T* x, std::size_t n, const Kernels& kernels) {
+  return absmax(x, n, &kernels);
+}
+template <class T, int R>
+std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float* min, float* max,
+                             const Kernels& kernels) {
+  return minmax_per_param(x, granularity, min, max, &kernels);
+}
+template <class T>
+HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                          std::uint64_t* counts, bool absolute, const Kernels& kernels) {
+  return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+
+}  // namespace simd
+}  // namespace quantkit

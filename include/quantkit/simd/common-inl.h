@@ -1,0 +1,260 @@
+// Per-target helpers shared by quantkit's kernels: row iteration over a Plan, staging of
+// strided rows through buffers, and exact float rounding in every built-in mode.
+//
+// Highway per-target header: included once per target (HWY_TARGET_TOGGLE guard), defines
+// quantkit::simd::HWY_NAMESPACE. Never include it directly: use quantkit/simd/simd.hpp.
+
+#if defined(QUANTKIT_SIMD_COMMON_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_COMMON_INL_H_
+#undef QUANTKIT_SIMD_COMMON_INL_H_
+#else
+#define QUANTKIT_SIMD_COMMON_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/abi.hpp"
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Elements staged through stack buffers when a row is strided (or needs uniforms).
+constexpr std::size_t kChunk = 512;
+// Upper bound of the lanes of any vector of T on this target (buffer sizes).
+template <class T>
+constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T);
+
+// Visits the rows of a plan in row-major order, calling row(in_offset, out_offset, param_base)
+// with element offsets of the row's first element and the parameter index of its start.
+template <class Row>
+HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
+  const int last = p.rank - 1;
+  std::int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= p.shape[d];
+  if (rows == 0 || p.shape[last] == 0) return;
+  std::int64_t idx[max_rank] = {};
+  std::int64_t in_off = 0, out_off = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t base = 0;
+    for (int d = 0; d < last; ++d) base += (idx[d] / p.param_div[d]) * p.param_stride[d];
+    row(in_off, out_off, base);
+    for (int d = last - 1; d >= 0; --d) {
+      in_off += p.in_stride[d];
+      out_off += p.out_stride[d];
+      if (++idx[d] < p.shape[d]) break;
+      in_off -= p.in_stride[d] * p.shape[d];
+      out_off -= p.out_stride[d] * p.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// One contiguous run of n elements whose parameters start at index `at` (per-element
+// parameters: at + i for element i). `args` is the kernel's argument struct.
+template <class In, class Out>
+using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
+
+// The run functions of one kernel instantiation: parameters constant over the run, or one per
+// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+template <class In, class Out>
+struct Runs {
+  RunFn<In, Out> constant;
+  RunFn<In, Out> per_element;
+  const void* args;
+  bool staging;
+};
+
+// Runs one row of n elements with element strides sx, sq: contiguous rows go straight to the
+// run function; strided rows (and staging kernels) go through kChunk-element buffers.
+template <class In, class Out>
+HWY_INLINE void RunRow(const Runs<In, Out>& runs, bool per_element, const In* x, std::ptrdiff_t sx,
+                       Out* q, std::ptrdiff_t sq, std::size_t n, std::int64_t at) {
+  const RunFn<In, Out> fn = per_element ? runs.per_element : runs.constant;
+  if (sx == 1 && sq == 1 && !runs.staging) {
+    fn(runs.args, x, q, n, at);
+    return;
+  }
+  HWY_ALIGN In xb[kChunk];
+  HWY_ALIGN Out qb[kChunk];
+  for (std::size_t j = 0; j < n; j += kChunk) {
+    const std::size_t m = n - j < kChunk ? n - j : kChunk;
+    const In* xc = x + static_cast<std::ptrdiff_t>(j) * sx;
+    if (sx != 1) {
+      for (std::size_t k = 0; k < m; ++k) xb[k] = xc[static_cast<std::ptrdiff_t>(k) * sx];
+      xc = xb;
+    }
+    Out* qd = q + static_cast<std::ptrdiff_t>(j) * sq;
+    Out* qc = sq == 1 ? qd : qb;
+    fn(runs.args, xc, qc, m, per_element ? at + static_cast<std::int64_t>(j) : at);
+    if (sq != 1)
+      for (std::size_t k = 0; k < m; ++k) qd[static_cast<std::ptrdiff_t>(k) * sq] = qb[k];
+  }
+}
+
+// The row callback of ForEachRow for an element-wise kernel.
+template <class In, class Out>
+struct PlanRows {
+  const Plan* plan;
+  const In* x;
+  Out* q;
+  const Runs<In, Out>* runs;
+
+  HWY_INLINE void operator()(std::int64_t in_off, std::int64_t out_off, std::int64_t base) const {
+    const int last = plan->rank - 1;
+    const std::int64_t len = plan->shape[last];
+    const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan->in_stride[last]);
+    const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan->out_stride[last]);
+    const In* xr = x + in_off;
+    Out* qr = q + out_off;
+    switch (plan->inner) {
+      case InnerParams::constant:
+        RunRow(*runs, false, xr, sx, qr, sq, static_cast<std::size_t>(len), base);
+        break;
+      case InnerParams::per_element:
+        RunRow(*runs, true, xr, sx, qr, sq, static_cast<std::size_t>(len), base);
+        break;
+      case InnerParams::blocks: {
+        const std::int64_t b = plan->inner_block;
+        for (std::int64_t j = 0; j < len; j += b) {
+          const std::int64_t m = len - j < b ? len - j : b;
+          RunRow(*runs, false, xr + j * sx, sx, qr + j * sq, sq, static_cast<std::size_t>(m),
+                 base + j / b);
+        }
+        break;
+      }
+    }
+  }
+};
+
+// Walks a plan, calling the run functions per row (or block). One instantiation per
+// (In, Out) pair: the rounding/scheme variants only differ in their run functions.
+template <class In, class Out>
+void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  const PlanRows<In, Out> rows{&plan, x, q, &runs};
+  ForEachRow(plan, rows);
+}
+
+// ------------------------------ Rounding of floats to integral floats
+// Each op equals the scalar policy (quantkit/policy/rounding.hpp) for every float, including
+// ties, huge values and infinities. Highway's own Round() is used only where it is the
+// hardware instruction: its emulation (SCALAR, EMU128, SSSE3) misrounds values such as
+// 0.49999997f, so elsewhere round-half-even uses the exact 2^23 trick.
+
+struct RoundHalfEvenOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SSSE3 && HWY_TARGET != HWY_SCALAR && \
+    HWY_TARGET != HWY_EMU128
+    (void)d;
+    return hn::Round(t);
+#else
+    const V big = hn::Set(d, 8388608.0f);  // 2^23: no fraction bits left
+    const V large = hn::CopySignToAbs(big, t);
+    const V rounded = hn::Sub(hn::Add(t, large), large);
+    return hn::IfThenElse(hn::Lt(hn::Abs(t), big), rounded, t);
+#endif
+  }
+};
+
+struct RoundHalfAwayOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+    const V f = hn::Trunc(t);
+    const V frac = hn::Abs(hn::Sub(t, f));  // NaN for infinities: keeps f
+    const V away = hn::Add(f, hn::CopySignToAbs(hn::Set(d, 1.0f), t));
+    return hn::IfThenElse(hn::Ge(frac, hn::Set(d, 0.5f)), away, f);
+  }
+};
+
+struct RoundHalfUpOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+    const V f = hn::Floor(t);
+    return hn::IfThenElse(hn::Ge(hn::Sub(t, f), hn::Set(d, 0.5f)), hn::Add(f, hn::Set(d, 1.0f)), f);
+  }
+};
+
+struct RoundFloorOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D /*d*/, V t, V /*u*/) {
+    return hn::Floor(t);
+  }
+};
+
+struct RoundTowardZeroOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D /*d*/, V t, V /*u*/) {
+    return hn::Trunc(t);
+  }
+};
+
+// u: the uniform in [0, 1) drawn for this element (RoundStochastic::round_with).
+struct RoundStochasticOp {
+  static constexpr bool kStochastic = true;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V u) {
+    const V f = hn::Floor(t);
+    return hn::IfThenElse(hn::Lt(u, hn::Sub(t, f)), hn::Add(f, hn::Set(d, 1.0f)), f);
+  }
+};
+
+// The op of a built-in rounding mode.
+template <RoundingMode kMode>
+struct RoundOpOf {
+  using type = RoundHalfEvenOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::half_away> {
+  using type = RoundHalfAwayOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::half_up> {
+  using type = RoundHalfUpOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::floor> {
+  using type = RoundFloorOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::toward_zero> {
+  using type = RoundTowardZeroOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::stochastic> {
+  using type = RoundStochasticOp;
+};
+
+// Calls f.template operator()<Op>() with the op of a built-in rounding mode.
+template <class F>
+HWY_INLINE void WithRounding(RoundingMode mode, const F& f) {
+  switch (mode) {
+    case RoundingMode::half_away: f.template operator()<RoundHalfAwayOp>(); return;
+    case RoundingMode::half_up: f.template operator()<RoundHalfUpOp>(); return;
+    case RoundingMode::floor: f.template operator()<RoundFloorOp>(); return;
+    case RoundingMode::toward_zero: f.template operator()<RoundTowardZeroOp>(); return;
+    case RoundingMode::stochastic: f.template operator()<RoundStochasticOp>(); return;
+    case RoundingMode::half_even:
+    case RoundingMode::custom:  // never passed to kernels (the front end uses the reference)
+      f.template operator()<RoundHalfEvenOp>();
+      return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_COMMON_INL_H_ toggle

@@ -1,0 +1,69 @@
+// quantkit SIMD runtime dispatch: the implementation. Compile it into exactly ONE .cpp of the
+// program and link libhwy (-lhwy, CMake: quantkit::dispatch or hwy::hwy):
+//
+//     #define QUANTKIT_SIMD_IMPLEMENTATION
+//     #include <quantkit/simd/implementation.hpp>   // first quantkit/Highway include here
+//
+// It compiles every kernel once per Highway target (HWY_TARGETS: AVX3_DL with
+// -DHWY_WANT_AVX3_DL, AVX3, AVX2, SSE4, SSSE3, and the SCALAR/EMU128 fallback on x86) and
+// picks the CPU's best at run time (HWY_DYNAMIC_DISPATCH), for every translation unit of the
+// program (see quantkit/simd/dispatch.hpp). Define HWY_COMPILE_ALL_ATTAINABLE before it to
+// also compile the targets below the build's baseline (e.g. to compare them with -march=native).
+#pragma once
+
+#ifndef QUANTKIT_SIMD_IMPLEMENTATION
+#error "quantkit/simd/implementation.hpp: #define QUANTKIT_SIMD_IMPLEMENTATION in the one .cpp that includes it"
+#endif
+#ifdef QUANTKIT_SIMD_STATIC
+#error "quantkit/simd/implementation.hpp: QUANTKIT_SIMD_STATIC is defined; the implementation is for dynamic dispatch"
+#endif
+#ifdef HWY_TARGET_TOGGLE
+#error "quantkit/simd/implementation.hpp: include it at file scope, not from a per-target header"
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quantkit/simd/export-inl.h"
+#include <hwy/foreach_target.h>  // must come before highway.h
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/export-inl.h"
+#include "quantkit/simd/simd.hpp"
+
+#if HWY_ONCE
+namespace quantkit {
+namespace simd {
+
+HWY_EXPORT(GetKernelTable);
+
+namespace detail {
+
+const Kernels* dynamic_kernels() noexcept { return HWY_DYNAMIC_DISPATCH(GetKernelTable)(); }
+
+const Kernels* dynamic_kernels_for(std::int64_t target) noexcept {
+  if ((hwy::SupportedTargets() & target) == 0) return nullptr;
+  for (const auto fn : HWY_DISPATCH_TABLE(GetKernelTable)) {
+    if (fn == nullptr) continue;
+    const Kernels* k = fn();
+    if (k->target == target) return k;
+  }
+  return nullptr;
+}
+
+std::size_t dynamic_available(const Kernels** out, std::size_t capacity) noexcept {
+  std::size_t n = 0;
+  for (std::int64_t targets = hwy::SupportedTargets() & HWY_TARGETS; targets != 0 && n < capacity;
+       targets &= targets - 1) {
+    const std::int64_t target = targets & -targets;  // best remaining first
+    if (const Kernels* k = dynamic_kernels_for(target)) out[n++] = k;
+  }
+  return n;
+}
+
+}  // namespace detail
+}  // namespace simd
+}  // namespace quantkit
+#endif  // HWY_ONCE

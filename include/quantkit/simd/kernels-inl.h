@@ -1,0 +1,53 @@
+// Per-target entry: includes every kernel of this target and describes them in one table,
+// quantkit::simd::HWY_NAMESPACE::GetKernelsT<0>(). A template, so a translation unit that
+// includes quantkit but never calls a kernel instantiates nothing.
+//
+// This is the header quantkit/simd/implementation.hpp re-includes once per target
+// (HWY_TARGET_INCLUDE); quantkit/simd/dispatch.hpp includes it once, for the static target.
+
+#if defined(QUANTKIT_SIMD_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_KERNELS_INL_H_
+#undef QUANTKIT_SIMD_KERNELS_INL_H_
+#else
+#define QUANTKIT_SIMD_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/abi.hpp"
+#include "quantkit/simd/common-inl.h"
+#include "quantkit/simd/quantize-inl.h"
+#include "quantkit/simd/reduce-inl.h"
+#include "quantkit/simd/requantize-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+
+template <int kUnused = 0>
+const Kernels* GetKernelsT() {
+  static const Kernels kernels = [] {
+    Kernels k;
+    k.target = HWY_TARGET;
+    k.name = hwy::TargetName(HWY_TARGET);
+    k.quantize = &Quantize;
+    k.dequantize = &Dequantize;
+    k.requantize = &Requantize;
+    k.pack = &Pack;
+    k.unpack = &Unpack;
+    k.minmax = &MinMax;
+    k.absmax = &AbsMax;
+    k.minmax_params = &MinMaxParams;
+    k.histogram = &Histogram;
+    return k;
+  }();
+  return &kernels;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_KERNELS_INL_H_ toggle

@@ -1,0 +1,256 @@
+// Per-target kernels: quantize f32 -> int8/uint8/int16/uint16/int32, fake-quantize
+// f32 -> f32, dequantize int -> f32. Bit-identical to quantkit::ref (quantkit/ref/quantize.hpp):
+//   q = clamp(R(x / s) + z, qmin, qmax)   (x * (1/s) with MultiplyByReciprocal); NaN -> z
+//   fake = float(q - z) * s;   dequantize: float(q - z) * s
+// The hot loop per vector: Div (or Mul), round, Add z, Max/Min clamp, NaN blend, convert,
+// saturating DemoteTo, store; parameters are broadcast once per run, or loaded as vectors
+// when they vary along the row (per-channel on the last axis, per-group across it).
+
+#if defined(QUANTKIT_SIMD_QUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_QUANTIZE_INL_H_
+#undef QUANTKIT_SIMD_QUANTIZE_INL_H_
+#else
+#define QUANTKIT_SIMD_QUANTIZE_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/abi.hpp"
+#include "quantkit/simd/common-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One vector: the quantized value as an integral float in [lo, hi]; NaN -> z.
+template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+HWY_INLINE V QuantizeVec(D d, V x, V f, V z, V lo, V hi, V u) {
+  const V t = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+  const V v = hn::Min(hn::Max(hn::Add(Round::Do(d, t, u), z), lo), hi);
+  return hn::IfThenElse(hn::IsNaN(x), z, v);
+}
+
+// Stores one vector of quantized values (integral floats in the output's range).
+template <class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
+  if constexpr (std::is_same<Out, float>::value) {
+    hn::StoreU(hn::Mul(hn::Sub(v, z), s), d, p);  // fake-quantize: exact q - z, then * s
+  } else {
+    (void)z;
+    (void)s;
+    const hn::RebindToSigned<D> di;
+    const auto vi = hn::ConvertTo(di, v);
+    if constexpr (std::is_same<Out, std::int32_t>::value) {
+      hn::StoreU(vi, di, p);
+    } else {
+      const hn::Rebind<Out, D> dq;
+      hn::StoreU(hn::DemoteTo(dq, vi), dq, p);
+    }
+  }
+}
+
+// n contiguous elements; parameters at index `at` (kVec: at + i for element i).
+template <class Out, class Round, bool kDivide, bool kVec>
+HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
+                             const float* pf, const float* pz, const float* ps,
+                             const float* HWY_RESTRICT u) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  constexpr bool kFake = std::is_same<Out, float>::value;
+  const V lo = hn::Set(d, a.qmin);
+  const V hi = hn::Set(d, a.qmax);
+  V f = hn::Set(d, pf[0]);
+  V z = hn::Set(d, pz[0]);
+  V s = hn::Set(d, kFake ? ps[0] : 1.0f);
+  V uu = hn::Zero(d);
+  std::size_t i = 0;
+  if constexpr (!kVec && !Round::kStochastic) {
+    // Unrolled x2: independent chains for the out-of-order core.
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const V x0 = hn::LoadU(d, x + i);
+      const V x1 = hn::LoadU(d, x + i + N);
+      const V q0 = QuantizeVec<Round, kDivide>(d, x0, f, z, lo, hi, uu);
+      const V q1 = QuantizeVec<Round, kDivide>(d, x1, f, z, lo, hi, uu);
+      StoreQuantized<Out>(d, q0, z, s, q + i);
+      StoreQuantized<Out>(d, q1, z, s, q + i + N);
+    }
+  }
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      f = hn::LoadU(d, pf + i);
+      z = hn::LoadU(d, pz + i);
+      if constexpr (kFake) s = hn::LoadU(d, ps + i);
+    }
+    if constexpr (Round::kStochastic) uu = hn::LoadU(d, u + i);
+    const V v = QuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, z, lo, hi, uu);
+    StoreQuantized<Out>(d, v, z, s, q + i);
+  }
+  if (i == n) return;
+  // Tail: one full vector through aligned buffers (never touches memory past the end).
+  const std::size_t rem = n - i;
+  HWY_ALIGN float xb[kMaxLanes<float>] = {};
+  HWY_ALIGN float ub[kMaxLanes<float>] = {};
+  HWY_ALIGN Out qb[kMaxLanes<float>] = {};
+  std::memcpy(xb, x + i, rem * sizeof(float));
+  if constexpr (Round::kStochastic) std::memcpy(ub, u + i, rem * sizeof(float));
+  if constexpr (kVec) {
+    HWY_ALIGN float fb[kMaxLanes<float>];
+    HWY_ALIGN float zb[kMaxLanes<float>];
+    HWY_ALIGN float sb[kMaxLanes<float>];
+    for (std::size_t k = 0; k < N; ++k) {
+      fb[k] = k < rem ? pf[i + k] : 1.0f;
+      zb[k] = k < rem ? pz[i + k] : 0.0f;
+      sb[k] = k < rem && kFake ? ps[i + k] : 1.0f;
+    }
+    f = hn::Load(d, fb);
+    z = hn::Load(d, zb);
+    s = hn::Load(d, sb);
+  }
+  const V v = QuantizeVec<Round, kDivide>(d, hn::Load(d, xb), f, z, lo, hi, hn::Load(d, ub));
+  StoreQuantized<Out>(d, v, z, s, qb);
+  std::memcpy(q + i, qb, rem * sizeof(Out));
+}
+
+template <class Out, class Round, bool kDivide, bool kVec>
+void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+  const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
+  const float* pf = a.factor + at;
+  const float* pz = a.zero + at;
+  const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
+  if constexpr (Round::kStochastic) {
+    HWY_ALIGN float u[kChunk];  // staged: n <= kChunk
+    a.uniforms.fill(a.uniforms.context, x, n, u);
+    QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
+  } else {
+    QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
+  }
+}
+
+template <class Out>
+struct QuantizeByRounding {
+  const QuantizeArgs* a;
+  template <class Round, bool kDivide>
+  HWY_INLINE void With() const {
+    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+    RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
+  }
+  template <class Round>
+  HWY_INLINE void operator()() const {
+    if (a->application == ScaleApplicationKind::divide)
+      With<Round, true>();
+    else
+      With<Round, false>();
+  }
+};
+
+// One output type and rounding mode: what static dispatch instantiates for a call site.
+template <class Out, RoundingMode kMode>
+void QuantizeTyped(const QuantizeArgs& a) {
+  const QuantizeByRounding<Out> f{&a};
+  f.template operator()<typename RoundOpOf<kMode>::type>();
+}
+
+template <class Out>
+HWY_INLINE void QuantizeTo(const QuantizeArgs& a) {
+  const QuantizeByRounding<Out> f{&a};
+  WithRounding(a.rounding, f);
+}
+
+inline void Quantize(const QuantizeArgs& a) {
+  switch (a.out_type) {
+    case ElemType::i8: QuantizeTo<std::int8_t>(a); return;
+    case ElemType::u8: QuantizeTo<std::uint8_t>(a); return;
+    case ElemType::i16: QuantizeTo<std::int16_t>(a); return;
+    case ElemType::u16: QuantizeTo<std::uint16_t>(a); return;
+    case ElemType::i32: QuantizeTo<std::int32_t>(a); return;
+    case ElemType::f32: QuantizeTo<float>(a); return;
+  }
+}
+
+// ------------------------------ Dequantize
+
+template <class In, class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadAsInt32(D d, const In* HWY_RESTRICT p) {
+  const hn::RebindToSigned<D> di;
+  if constexpr (std::is_same<In, std::int32_t>::value) {
+    (void)d;
+    return hn::LoadU(di, p);
+  } else {
+    const hn::Rebind<In, D> dq;
+    return hn::PromoteTo(di, hn::LoadU(dq, p));
+  }
+}
+
+template <class In, bool kVec>
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+  const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
+  const float* ps = a.scale + at;
+  const std::int32_t* pz = a.zero + at;
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  V s = hn::Set(d, ps[0]);
+  VI z = hn::Set(di, pz[0]);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      s = hn::LoadU(d, ps + i);
+      z = hn::LoadU(di, pz + i);
+    }
+    const VI v = hn::Sub(LoadAsInt32(d, q + i), z);
+    hn::StoreU(hn::Mul(hn::ConvertTo(d, v), s), d, x + i);
+  }
+  if (i == n) return;
+  const std::size_t rem = n - i;
+  HWY_ALIGN In qb[kMaxLanes<float>] = {};
+  HWY_ALIGN float xb[kMaxLanes<float>];
+  std::memcpy(qb, q + i, rem * sizeof(In));
+  if constexpr (kVec) {
+    HWY_ALIGN float sb[kMaxLanes<float>];
+    HWY_ALIGN std::int32_t zb[kMaxLanes<float>];
+    for (std::size_t k = 0; k < N; ++k) {
+      sb[k] = k < rem ? ps[i + k] : 1.0f;
+      zb[k] = k < rem ? pz[i + k] : 0;
+    }
+    s = hn::Load(d, sb);
+    z = hn::Load(di, zb);
+  }
+  const VI v = hn::Sub(LoadAsInt32(d, qb), z);
+  hn::Store(hn::Mul(hn::ConvertTo(d, v), s), d, xb);
+  std::memcpy(x + i, xb, rem * sizeof(float));
+}
+
+template <class In>
+void DequantizeFrom(const DequantizeArgs& a) {
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
+}
+
+inline void Dequantize(const DequantizeArgs& a) {
+  switch (a.in_type) {
+    case ElemType::i8: DequantizeFrom<std::int8_t>(a); return;
+    case ElemType::u8: DequantizeFrom<std::uint8_t>(a); return;
+    case ElemType::i16: DequantizeFrom<std::int16_t>(a); return;
+    case ElemType::u16: DequantizeFrom<std::uint16_t>(a); return;
+    case ElemType::i32: DequantizeFrom<std::int32_t>(a); return;
+    case ElemType::f32: return;  // not a quantized type
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_QUANTIZE_INL_H_ toggle

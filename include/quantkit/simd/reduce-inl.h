@@ -1,0 +1,398 @@
+// Per-target kernels for observers and packed formats: min/max and abs-max of the finite
+// values, per-channel/per-block min/max (updated in place, Range::include order), histogram
+// accumulation, and 2-/4-bit packing/unpacking (low bits first, ONNX order).
+
+#if defined(QUANTKIT_SIMD_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_REDUCE_INL_H_
+#undef QUANTKIT_SIMD_REDUCE_INL_H_
+#else
+#define QUANTKIT_SIMD_REDUCE_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/abi.hpp"
+#include "quantkit/simd/common-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The first element equal to 0 (+0 or -0), for the sign of a zero min/max: std::min/std::max
+// keep the first of equal values, and -0 == +0.
+HWY_INLINE float FirstZero(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto m = hn::Eq(hn::LoadU(d, x + i), hn::Zero(d));
+    if (!hn::AllFalse(d, m)) {
+      const std::intptr_t k = hn::FindFirstTrue(d, m);
+      return x[i + static_cast<std::size_t>(k)];
+    }
+  }
+  for (; i < n; ++i)
+    if (x[i] == 0.0f) return x[i];
+  return 0.0f;
+}
+
+inline MinMaxResult MinMax(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const V ninf = hn::Neg(pinf);
+  V min0 = pinf, min1 = pinf, max0 = ninf, max1 = ninf;
+  MinMaxResult r;
+  std::size_t i = 0;
+  // Non-finite counts per lane in int32, flushed every block of at most 2^30 vectors.
+  while (i + N <= n) {
+    VI bad = hn::Zero(di);
+    const std::size_t block_end = (n - i) / N > (std::size_t{1} << 30)
+                                      ? i + (std::size_t{1} << 30) * N
+                                      : i + ((n - i) / N) * N;
+    for (; i + 2 * N <= block_end; i += 2 * N) {
+      const V v0 = hn::LoadU(d, x + i);
+      const V v1 = hn::LoadU(d, x + i + N);
+      const auto f0 = hn::Lt(hn::Abs(v0), pinf);  // false for NaN and +-inf
+      const auto f1 = hn::Lt(hn::Abs(v1), pinf);
+      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
+      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
+      min1 = hn::Min(min1, hn::IfThenElse(f1, v1, pinf));
+      max1 = hn::Max(max1, hn::IfThenElse(f1, v1, ninf));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f1))));
+    }
+    for (; i + N <= block_end; i += N) {
+      const V v0 = hn::LoadU(d, x + i);
+      const auto f0 = hn::Lt(hn::Abs(v0), pinf);
+      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
+      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+    }
+    HWY_ALIGN std::int32_t lanes[kMaxLanes<std::int32_t>];
+    hn::Store(bad, di, lanes);
+    for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
+  }
+  r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
+  r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  for (; i < n; ++i) {
+    const float v = x[i];
+    if (!std::isfinite(v)) {
+      ++r.nonfinite;
+      continue;
+    }
+    if (v < r.min) r.min = v;
+    if (v > r.max) r.max = v;
+  }
+  r.finite = n - r.nonfinite;
+  if (r.min == 0.0f) r.min = FirstZero(x, n);
+  if (r.max == 0.0f) r.max = FirstZero(x, n);
+  return r;
+}
+
+inline AbsMaxResult AbsMax(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V m0 = hn::Zero(d), m1 = hn::Zero(d);
+  AbsMaxResult r;
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const V a0 = hn::Abs(hn::LoadU(d, x + i));
+    const V a1 = hn::Abs(hn::LoadU(d, x + i + N));
+    m0 = hn::Max(m0, hn::IfThenElseZero(hn::Lt(a0, pinf), a0));
+    m1 = hn::Max(m1, hn::IfThenElseZero(hn::Lt(a1, pinf), a1));
+  }
+  for (; i + N <= n; i += N) {
+    const V a0 = hn::Abs(hn::LoadU(d, x + i));
+    m0 = hn::Max(m0, hn::IfThenElseZero(hn::Lt(a0, pinf), a0));
+  }
+  r.absmax = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  // Counting is separate: a compare per vector is cheaper than an int accumulator here.
+  std::size_t bad = 0;
+  const std::size_t vec_end = i;
+  for (std::size_t j = 0; j < vec_end; j += N) {
+    const auto fin = hn::Lt(hn::Abs(hn::LoadU(d, x + j)), pinf);
+    if (!hn::AllTrue(d, fin)) bad += N - hn::CountTrue(d, fin);
+  }
+  for (; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (!(a < std::numeric_limits<float>::infinity())) {
+      ++bad;
+      continue;
+    }
+    if (a > r.absmax) r.absmax = a;
+  }
+  r.nonfinite = bad;
+  r.finite = n - bad;
+  return r;
+}
+
+// ------------------------------ Per-channel / per-block min/max
+
+struct MinMaxRows {
+  const MinMaxParamsArgs* a;
+  std::size_t* nonfinite;
+
+  // std::min/std::max into the parameter's running range (Range::include).
+  HWY_INLINE void Merge(std::int64_t p, const MinMaxResult& r) const {
+    if (r.min < a->min[p]) a->min[p] = r.min;
+    if (r.max > a->max[p]) a->max[p] = r.max;
+    *nonfinite += r.nonfinite;
+  }
+
+  // A run of n elements sharing parameter p.
+  HWY_INLINE void Constant(const float* x, std::ptrdiff_t sx, std::size_t n, std::int64_t p) const {
+    if (sx == 1) {
+      Merge(p, MinMax(x, n));
+      return;
+    }
+    HWY_ALIGN float buf[kChunk];
+    for (std::size_t j = 0; j < n; j += kChunk) {
+      const std::size_t m = n - j < kChunk ? n - j : kChunk;
+      for (std::size_t k = 0; k < m; ++k)
+        buf[k] = x[static_cast<std::ptrdiff_t>(j + k) * sx];
+      Merge(p, MinMax(buf, m));
+    }
+  }
+
+  // A row whose element j uses parameter p + j: lane-wise running min/max, exactly the
+  // sequential std::min/std::max per parameter.
+  HWY_INLINE void PerElement(const float* x, std::ptrdiff_t sx, std::size_t n, std::int64_t p) const {
+    const hn::ScalableTag<float> d;
+    using V = hn::Vec<decltype(d)>;
+    const std::size_t N = hn::Lanes(d);
+    const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+    float* mn = a->min + p;
+    float* mx = a->max + p;
+    HWY_ALIGN float buf[kChunk];
+    for (std::size_t j = 0; j < n; j += kChunk) {
+      const std::size_t m = n - j < kChunk ? n - j : kChunk;
+      const float* xc = x + static_cast<std::ptrdiff_t>(j) * sx;
+      if (sx != 1) {
+        for (std::size_t k = 0; k < m; ++k) buf[k] = xc[static_cast<std::ptrdiff_t>(k) * sx];
+        xc = buf;
+      }
+      std::size_t i = 0;
+      for (; i + N <= m; i += N) {
+        const V v = hn::LoadU(d, xc + i);
+        const auto fin = hn::Lt(hn::Abs(v), pinf);
+        const V cmin = hn::LoadU(d, mn + j + i);
+        const V cmax = hn::LoadU(d, mx + j + i);
+        hn::StoreU(hn::IfThenElse(hn::And(fin, hn::Lt(v, cmin)), v, cmin), d, mn + j + i);
+        hn::StoreU(hn::IfThenElse(hn::And(fin, hn::Gt(v, cmax)), v, cmax), d, mx + j + i);
+        if (!hn::AllTrue(d, fin)) *nonfinite += N - hn::CountTrue(d, fin);
+      }
+      for (; i < m; ++i) {
+        const float v = xc[i];
+        if (!std::isfinite(v)) {
+          ++*nonfinite;
+          continue;
+        }
+        if (v < mn[j + i]) mn[j + i] = v;
+        if (v > mx[j + i]) mx[j + i] = v;
+      }
+    }
+  }
+
+  HWY_INLINE void operator()(std::int64_t in_off, std::int64_t /*out_off*/, std::int64_t base) const {
+    const Plan& plan = a->plan;
+    const int last = plan.rank - 1;
+    const std::int64_t len = plan.shape[last];
+    const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last]);
+    const float* xr = a->x + in_off;
+    switch (plan.inner) {
+      case InnerParams::constant: Constant(xr, sx, static_cast<std::size_t>(len), base); break;
+      case InnerParams::per_element: PerElement(xr, sx, static_cast<std::size_t>(len), base); break;
+      case InnerParams::blocks: {
+        const std::int64_t b = plan.inner_block;
+        for (std::int64_t j = 0; j < len; j += b)
+          Constant(xr + j * sx, sx, static_cast<std::size_t>(len - j < b ? len - j : b), base + j / b);
+        break;
+      }
+    }
+  }
+};
+
+inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
+  std::size_t nonfinite = 0;
+  const MinMaxRows rows{&a, &nonfinite};
+  ForEachRow(a.plan, rows);
+  return nonfinite;
+}
+
+// ------------------------------ Histogram
+
+inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  const V lo = hn::Set(d, a.lo);
+  const V hi = hn::Set(d, a.hi);
+  const V bins = hn::Set(d, static_cast<float>(a.bins));
+  const V width = hn::Set(d, a.hi - a.lo);
+  const VI last = hn::Set(di, static_cast<std::int32_t>(a.bins) - 1);
+  const VI none = hn::Set(di, -1);
+  HistogramResult r;
+  HWY_ALIGN std::int32_t idx[kMaxLanes<std::int32_t>];
+  std::size_t i = 0;
+  for (; i + N <= a.n; i += N) {
+    V v = hn::LoadU(d, a.x + i);
+    if (a.absolute) v = hn::Abs(v);
+    const auto below = hn::Lt(v, lo);
+    const auto above = hn::Gt(v, hi);
+    const auto nan = hn::IsNaN(v);
+    const auto inside = hn::Not(hn::Or(hn::Or(below, above), nan));
+    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
+    VI bin = hn::Min(hn::ConvertTo(di, hn::IfThenElseZero(inside, pos)), last);
+    bin = hn::IfThenElse(hn::RebindMask(di, inside), bin, none);
+    hn::Store(bin, di, idx);
+    for (std::size_t l = 0; l < N; ++l)
+      if (idx[l] >= 0) ++a.counts[idx[l]];
+    if (!hn::AllTrue(d, inside)) {
+      r.below += hn::CountTrue(d, below);
+      r.above += hn::CountTrue(d, above);
+      r.nan += hn::CountTrue(d, nan);
+    }
+  }
+  const float width_s = a.hi - a.lo;
+  const float bins_s = static_cast<float>(a.bins);
+  for (; i < a.n; ++i) {
+    const float v = a.absolute ? std::fabs(a.x[i]) : a.x[i];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (v < a.lo) {
+      ++r.below;
+    } else if (v > a.hi) {
+      ++r.above;
+    } else {
+      auto b = static_cast<std::size_t>(((v - a.lo) * bins_s) / width_s);
+      if (b > a.bins - 1) b = a.bins - 1;
+      ++a.counts[b];
+    }
+  }
+  return r;
+}
+
+// ------------------------------ Packing
+
+inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) {
+  std::size_t done = 0;  // values packed by the vector loops
+#if HWY_TARGET == HWY_SCALAR
+  (void)0;  // one lane: no byte/word reinterpretation; the loop below does it all
+#else
+  if (bits == 4) {
+    const hn::ScalableTag<std::uint16_t> d16;
+    const hn::RebindToSigned<decltype(d16)> di16;
+    const hn::Repartition<std::uint8_t, decltype(d16)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d16)> d8h;
+    const std::size_t N = hn::Lanes(d16);
+    const std::size_t pairs = n / 2;
+    std::size_t i = 0;
+    for (; i + N <= pairs; i += N) {
+      const auto w = hn::BitCast(d16, hn::LoadU(d8, values + 2 * i));  // v0 | v1 << 8
+      const auto p = hn::Or(hn::And(w, hn::Set(d16, 0x000F)),
+                            hn::And(hn::ShiftRight<4>(w), hn::Set(d16, 0x00F0)));
+      hn::StoreU(hn::DemoteTo(d8h, hn::BitCast(di16, p)), d8h, packed + i);
+    }
+    done = 2 * i;
+  } else if (bits == 2) {
+    const hn::ScalableTag<std::uint32_t> d32;
+    const hn::RebindToSigned<decltype(d32)> di32;
+    const hn::Repartition<std::uint8_t, decltype(d32)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d32)> d8q;
+    const std::size_t N = hn::Lanes(d32);
+    const std::size_t quads = n / 4;
+    std::size_t i = 0;
+    for (; i + N <= quads; i += N) {
+      const auto w = hn::BitCast(d32, hn::LoadU(d8, values + 4 * i));
+      auto p = hn::And(w, hn::Set(d32, 0x03u));
+      p = hn::Or(p, hn::And(hn::ShiftRight<6>(w), hn::Set(d32, 0x0Cu)));
+      p = hn::Or(p, hn::And(hn::ShiftRight<12>(w), hn::Set(d32, 0x30u)));
+      p = hn::Or(p, hn::And(hn::ShiftRight<18>(w), hn::Set(d32, 0xC0u)));
+      hn::StoreU(hn::DemoteTo(d8q, hn::BitCast(di32, p)), d8q, packed + i);
+    }
+    done = 4 * i;
+  }
+#endif
+  // Tail (and any other width): bytes from the first partially covered one.
+  const std::size_t per_byte = static_cast<std::size_t>(8 / bits);
+  const unsigned mask = (1u << bits) - 1u;
+  for (std::size_t b = done / per_byte; b < (n + per_byte - 1) / per_byte; ++b) packed[b] = 0;
+  for (std::size_t k = done; k < n; ++k)
+    packed[k / per_byte] = static_cast<std::uint8_t>(
+        packed[k / per_byte] | ((values[k] & mask) << ((k % per_byte) * static_cast<unsigned>(bits))));
+}
+
+inline void Unpack(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
+                   std::uint8_t* values) {
+  std::size_t done = 0;
+#if HWY_TARGET == HWY_SCALAR
+  (void)0;
+#else
+  if (bits == 4) {
+    const hn::ScalableTag<std::uint16_t> d16;
+    const hn::Repartition<std::uint8_t, decltype(d16)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d16)> d8h;
+    const std::size_t N = hn::Lanes(d16);
+    const std::size_t bytes = n / 2;
+    std::size_t i = 0;
+    for (; i + N <= bytes; i += N) {
+      const auto b = hn::PromoteTo(d16, hn::LoadU(d8h, packed + i));
+      const auto w = hn::Or(hn::And(b, hn::Set(d16, 0x0F)),
+                            hn::ShiftLeft<4>(hn::And(b, hn::Set(d16, 0xF0))));  // lo | hi << 8
+      auto v = hn::BitCast(d8, w);
+      if (is_signed) v = hn::Sub(hn::Xor(v, hn::Set(d8, 8)), hn::Set(d8, 8));
+      hn::StoreU(v, d8, values + 2 * i);
+    }
+    done = 2 * i;
+  } else if (bits == 2) {
+    const hn::ScalableTag<std::uint32_t> d32;
+    const hn::Repartition<std::uint8_t, decltype(d32)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d32)> d8q;
+    const std::size_t N = hn::Lanes(d32);
+    const std::size_t bytes = n / 4;
+    std::size_t i = 0;
+    for (; i + N <= bytes; i += N) {
+      const auto b = hn::PromoteTo(d32, hn::LoadU(d8q, packed + i));
+      auto w = hn::And(b, hn::Set(d32, 0x03u));
+      w = hn::Or(w, hn::ShiftLeft<6>(hn::And(b, hn::Set(d32, 0x0Cu))));
+      w = hn::Or(w, hn::ShiftLeft<12>(hn::And(b, hn::Set(d32, 0x30u))));
+      w = hn::Or(w, hn::ShiftLeft<18>(hn::And(b, hn::Set(d32, 0xC0u))));
+      auto v = hn::BitCast(d8, w);
+      if (is_signed) v = hn::Sub(hn::Xor(v, hn::Set(d8, 2)), hn::Set(d8, 2));
+      hn::StoreU(v, d8, values + 4 * i);
+    }
+    done = 4 * i;
+  }
+#endif
+  const std::size_t per_byte = static_cast<std::size_t>(8 / bits);
+  const unsigned mask = (1u << bits) - 1u;
+  const unsigned sign = 1u << (bits - 1);
+  for (std::size_t k = done; k < n; ++k) {
+    unsigned v = (packed[k / per_byte] >> ((k % per_byte) * static_cast<unsigned>(bits))) & mask;
+    if (is_signed && (v & sign)) v |= ~mask;
+    values[k] = static_cast<std::uint8_t>(v);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_REDUCE_INL_H_ toggle

@@ -1,0 +1,378 @@
+// Per-target kernels: requantize int32 accumulators -> int8/uint8/int16/uint16/int32 with
+// every scale scheme of quantkit/policy/requantization.hpp, per-tensor or per-channel
+// constants, bias and a fused clamp (ReLU/ReLU6/clip). Bit-identical to
+// quantkit::ref::requantize_value:
+//   out = clamp(Scheme::apply(sat32(acc + bias), k) + zero_point, lo, hi)
+// 64-bit intermediate products run on even/odd lanes (MulEven) and are joined back.
+
+#if defined(QUANTKIT_SIMD_REQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#undef QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#else
+#define QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <hwy/highway.h>
+
+#include "quantkit/simd/abi.hpp"
+#include "quantkit/simd/common-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr std::int32_t kI32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
+
+// ------------------------------ int32 <-> int64 lanes
+#if HWY_TARGET == HWY_SCALAR
+template <class DI>
+using Wide = hn::Rebind<std::int64_t, DI>;
+#else
+template <class DI>
+using Wide = hn::RepartitionToWide<DI>;
+#endif
+
+// int64 products of the even / odd int32 lanes.
+template <class V>
+HWY_INLINE auto MulEvenLanes(V a, V b) {
+  return hn::MulEven(a, b);
+}
+template <class V>
+HWY_INLINE auto MulOddLanes(V a, V b) {
+#if HWY_TARGET == HWY_SCALAR
+  return hn::MulEven(a, b);  // unused: one lane only
+#else
+  return hn::MulEven(hn::Shuffle2301(a), hn::Shuffle2301(b));
+#endif
+}
+// The low 32 bits of each int64 lane, back in int32 lane order.
+template <class DI, class VW>
+HWY_INLINE hn::Vec<DI> JoinLanes(DI di, VW even, VW odd) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)odd;
+  const hn::RebindToUnsigned<DI> du;
+  const hn::Rebind<std::uint64_t, DI> du64;
+  return hn::BitCast(di, hn::TruncateTo(du, hn::BitCast(du64, even)));
+#else
+  return hn::OddEven(hn::BitCast(di, hn::ShiftLeft<32>(odd)), hn::BitCast(di, even));
+#endif
+}
+template <class DW, class VW>
+HWY_INLINE VW SaturateToInt32(DW dw, VW v) {
+  return hn::Min(hn::Max(v, hn::Set(dw, std::int64_t{kI32Min})), hn::Set(dw, std::int64_t{kI32Max}));
+}
+
+// a + b saturated to int32 (ref::saturate_to_int32(int64(a) + b)).
+template <class DI, class V>
+HWY_INLINE V SaturatingAdd32(DI di, V a, V b) {
+  const V s = hn::Add(a, b);  // wraps
+  const auto overflow = hn::Lt(hn::And(hn::Xor(s, a), hn::Xor(s, b)), hn::Zero(di));
+  const V saturated = hn::Xor(hn::BroadcastSignBit(a), hn::Set(di, kI32Max));
+  return hn::IfThenElse(overflow, saturated, s);
+}
+
+// ------------------------------ Schemes (constants: see RequantizeArgs in abi.hpp)
+
+template <class Round>
+struct RqFloat {
+  static constexpr int kSlots = 0;
+  static constexpr bool kFloat = true;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* /*k*/, VF m) {
+    const hn::RebindToFloat<DI> df;
+    const VF r = Round::Do(df, hn::Mul(hn::ConvertTo(df, x), m), hn::Zero(df));
+    const VF big = hn::Set(df, 2147483648.0f);
+    V out = hn::ConvertTo(di, r);
+    out = hn::IfThenElse(hn::RebindMask(di, hn::Ge(r, big)), hn::Set(di, kI32Max), out);
+    out = hn::IfThenElse(hn::RebindMask(di, hn::Lt(r, hn::Neg(big))), hn::Set(di, kI32Min), out);
+    return out;
+  }
+};
+
+// Exact R::shift_right(x, s): q = x >> s, remainder r = x & (2^s - 1), half = 2^(s-1)
+// (1 for s == 0, where r == 0 keeps q).
+template <RoundingMode kMode>
+struct RqPowerOfTwo {
+  static constexpr int kSlots = 3;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const V q = hn::operator>>(x, k[0]);
+    const V r = hn::And(x, k[1]);
+    const V half = k[2];
+    const V zero = hn::Zero(di);
+    if constexpr (kMode == RoundingMode::floor) {
+      (void)r;
+      (void)half;
+      (void)zero;
+      return q;
+    } else {
+      hn::Mask<DI> up;
+      if constexpr (kMode == RoundingMode::half_even) {
+        const V one = hn::Set(di, 1);
+        up = hn::Or(hn::Gt(r, half), hn::And(hn::Eq(r, half), hn::Eq(hn::And(q, one), one)));
+      } else if constexpr (kMode == RoundingMode::half_away) {
+        up = hn::Or(hn::Gt(r, half), hn::And(hn::Eq(r, half), hn::Not(hn::Lt(x, zero))));
+      } else if constexpr (kMode == RoundingMode::half_up) {
+        up = hn::Not(hn::Lt(r, half));
+      } else {  // toward_zero
+        up = hn::And(hn::Lt(x, zero), hn::Not(hn::Eq(r, zero)));
+      }
+      return hn::Sub(q, hn::VecFromMask(di, up));
+    }
+  }
+};
+
+// gemmlowp: RDBP(SRDHM(x << left, q), right); x << left leaving int32 saturates by sign.
+// SRDHM(a, b) = (a * b + 2^30) >> 31 (floor), except a == b == INT32_MIN -> INT32_MAX.
+struct RqFixedPointDouble {
+  static constexpr int kSlots = 7;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const V qm = k[0];
+    const auto too_big = hn::Gt(x, k[6]);
+    const auto too_small = hn::Lt(x, k[5]);
+    const V shifted = hn::operator<<(x, k[1]);
+    const Wide<DI> dw;
+    const auto nudge = hn::Set(dw, std::int64_t{1} << 30);
+    const auto even = hn::ShiftRight<31>(hn::Add(MulEvenLanes(shifted, qm), nudge));
+#if HWY_TARGET == HWY_SCALAR
+    V high = JoinLanes(di, even, even);
+#else
+    const auto odd = hn::ShiftRight<31>(hn::Add(MulOddLanes(shifted, qm), nudge));
+    V high = JoinLanes(di, even, odd);
+#endif
+    const V vmin = hn::Set(di, kI32Min);
+    const V vmax = hn::Set(di, kI32Max);
+    high = hn::IfThenElse(hn::And(hn::Eq(shifted, vmin), hn::Eq(qm, vmin)), vmax, high);
+    // RoundingDivideByPOT(high, right): ties away from zero.
+    const V remainder = hn::And(high, k[3]);
+    const V threshold = hn::Sub(k[4], hn::BroadcastSignBit(high));  // + 1 when negative
+    V out = hn::Sub(hn::operator>>(high, k[2]), hn::VecFromMask(di, hn::Gt(remainder, threshold)));
+    out = hn::IfThenElse(too_big, vmax, out);
+    return hn::IfThenElse(too_small, vmin, out);
+  }
+};
+
+// TFLite single rounding: (x * q + 2^(t-1)) >> t with t = 31 - shift, computed as
+// ((x * q) >> (t - 1) + 1) >> 1 (the same floor), saturated to int32.
+struct RqFixedPointSingle {
+  static constexpr int kSlots = 2;
+  static constexpr bool kFloat = false;
+  struct Wide64 {
+    template <class DW, class VW>
+    HWY_INLINE VW operator()(DW dw, VW product, VW shift) const {
+      const VW y = hn::operator>>(product, shift);
+      return SaturateToInt32(dw, hn::ShiftRight<1>(hn::Add(y, hn::Set(dw, std::int64_t{1}))));
+    }
+  };
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const Wide<DI> dw;
+    const V one = hn::Set(di, 1);
+    const Wide64 f;
+    const auto even = f(dw, MulEvenLanes(x, k[0]), MulEvenLanes(k[1], one));
+#if HWY_TARGET == HWY_SCALAR
+    return JoinLanes(di, even, even);
+#else
+    const auto odd = f(dw, MulOddLanes(x, k[0]), MulOddLanes(k[1], one));
+    return JoinLanes(di, even, odd);
+#endif
+  }
+};
+
+struct RqSingleShift {
+  static constexpr int kSlots = 1;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI /*di*/, V x, const V* k, VF /*m*/) {
+    return hn::operator>>(x, k[0]);
+  }
+};
+
+// N2D2 double shift: (x + (x << s1) + 2^(s2-1)) >> s2 in int64, saturated to int32.
+struct RqDoubleShift {
+  static constexpr int kSlots = 3;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const Wide<DI> dw;
+    const V one = hn::Set(di, 1);
+    const auto even = Combine(dw, MulEvenLanes(x, one), MulEvenLanes(k[0], one),
+                              MulEvenLanes(k[1], one), MulEvenLanes(k[2], one));
+#if HWY_TARGET == HWY_SCALAR
+    return JoinLanes(di, even, even);
+#else
+    const auto odd = Combine(dw, MulOddLanes(x, one), MulOddLanes(k[0], one),
+                             MulOddLanes(k[1], one), MulOddLanes(k[2], one));
+    return JoinLanes(di, even, odd);
+#endif
+  }
+  template <class DW, class VW>
+  static HWY_INLINE VW Combine(DW dw, VW a, VW s1, VW s2, VW round) {
+    const VW v = hn::Add(hn::Add(a, hn::operator<<(a, s1)), round);
+    return SaturateToInt32(dw, hn::operator>>(v, s2));
+  }
+};
+
+// ------------------------------ Driver
+
+template <class Out, class DI, class V>
+HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
+  if constexpr (std::is_same<Out, std::int32_t>::value) {
+    hn::StoreU(v, di, p);
+  } else {
+    const hn::Rebind<Out, DI> dq;
+    hn::StoreU(hn::DemoteTo(dq, v), dq, p);
+  }
+}
+
+template <class Out, class Scheme, bool kVec>
+void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                   std::int64_t at) {
+  const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  using V = hn::Vec<decltype(di)>;
+  using VF = hn::Vec<decltype(df)>;
+  const std::size_t N = hn::Lanes(di);
+  constexpr int kSlots = Scheme::kSlots;
+  V k[kSlots > 0 ? kSlots : 1];
+  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
+  V bias = hn::Set(di, a.bias[at]);
+  const V zp = hn::Set(di, a.zero_point);
+  const V lo = hn::Set(di, a.lo);
+  const V hi = hn::Set(di, a.hi);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      for (int s = 0; s < kSlots; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
+      if constexpr (Scheme::kFloat) m = hn::LoadU(df, a.kf + at + i);
+      bias = hn::LoadU(di, a.bias + at + i);
+    }
+    const V v = SaturatingAdd32(di, hn::LoadU(di, x + i), bias);
+    const V r = SaturatingAdd32(di, Scheme::Apply(di, v, k, m), zp);
+    StoreNarrow<Out>(di, hn::Min(hn::Max(r, lo), hi), q + i);
+  }
+  if (i == n) return;
+  // Tail through buffers; padding lanes repeat the first tail element's constants.
+  const std::size_t rem = n - i;
+  HWY_ALIGN std::int32_t xb[kMaxLanes<std::int32_t>] = {};
+  HWY_ALIGN Out qb[kMaxLanes<std::int32_t>];
+  std::memcpy(xb, x + i, rem * sizeof(std::int32_t));
+  if constexpr (kVec) {
+    const std::int64_t t = at + static_cast<std::int64_t>(i);
+    HWY_ALIGN std::int32_t kb[kMaxLanes<std::int32_t>];
+    for (int s = 0; s < kSlots; ++s) {
+      for (std::size_t l = 0; l < N; ++l) kb[l] = a.k[s][t + static_cast<std::int64_t>(l < rem ? l : 0)];
+      k[s] = hn::Load(di, kb);
+    }
+    if constexpr (Scheme::kFloat) {
+      HWY_ALIGN float fb[kMaxLanes<float>];
+      for (std::size_t l = 0; l < N; ++l) fb[l] = a.kf[t + static_cast<std::int64_t>(l < rem ? l : 0)];
+      m = hn::Load(df, fb);
+    }
+    for (std::size_t l = 0; l < N; ++l) kb[l] = a.bias[t + static_cast<std::int64_t>(l < rem ? l : 0)];
+    bias = hn::Load(di, kb);
+  }
+  const V v = SaturatingAdd32(di, hn::Load(di, xb), bias);
+  const V r = SaturatingAdd32(di, Scheme::Apply(di, v, k, m), zp);
+  StoreNarrow<Out>(di, hn::Min(hn::Max(r, lo), hi), qb);
+  std::memcpy(q + i, qb, rem * sizeof(Out));
+}
+
+template <class Out, class Scheme>
+HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
+  const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
+                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+  RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
+}
+
+template <RequantScheme kScheme, RoundingMode kMode>
+struct SchemeOf;
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::float_multiplier, kMode> {
+  using type = RqFloat<typename RoundOpOf<kMode>::type>;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::power_of_two, kMode> {
+  using type = RqPowerOfTwo<kMode>;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::fixed_point, kMode> {
+  using type = RqFixedPointDouble;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::fixed_point_single, kMode> {
+  using type = RqFixedPointSingle;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::single_shift, kMode> {
+  using type = RqSingleShift;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::double_shift, kMode> {
+  using type = RqDoubleShift;
+};
+
+// One output type, scheme and rounding: what static dispatch instantiates for a call site.
+template <class Out, RequantScheme kScheme, RoundingMode kMode>
+void RequantizeTyped(const RequantizeArgs& a) {
+  RequantizeWith<Out, typename SchemeOf<kScheme, kMode>::type>(a);
+}
+
+template <class Out, RequantScheme kScheme>
+HWY_INLINE void RequantizeRounded(const RequantizeArgs& a) {
+  switch (a.rounding) {
+    case RoundingMode::half_away: return RequantizeTyped<Out, kScheme, RoundingMode::half_away>(a);
+    case RoundingMode::half_up: return RequantizeTyped<Out, kScheme, RoundingMode::half_up>(a);
+    case RoundingMode::floor: return RequantizeTyped<Out, kScheme, RoundingMode::floor>(a);
+    case RoundingMode::toward_zero:
+      return RequantizeTyped<Out, kScheme, RoundingMode::toward_zero>(a);
+    default: return RequantizeTyped<Out, kScheme, RoundingMode::half_even>(a);
+  }
+}
+
+template <class Out>
+HWY_INLINE void RequantizeTo(const RequantizeArgs& a) {
+  constexpr RoundingMode kAny = RoundingMode::half_even;  // schemes without a rounding policy
+  switch (a.scheme) {
+    case RequantScheme::float_multiplier:
+      return RequantizeRounded<Out, RequantScheme::float_multiplier>(a);
+    case RequantScheme::power_of_two: return RequantizeRounded<Out, RequantScheme::power_of_two>(a);
+    case RequantScheme::fixed_point: return RequantizeTyped<Out, RequantScheme::fixed_point, kAny>(a);
+    case RequantScheme::fixed_point_single:
+      return RequantizeTyped<Out, RequantScheme::fixed_point_single, kAny>(a);
+    case RequantScheme::single_shift: return RequantizeTyped<Out, RequantScheme::single_shift, kAny>(a);
+    case RequantScheme::double_shift: return RequantizeTyped<Out, RequantScheme::double_shift, kAny>(a);
+  }
+}
+
+inline void Requantize(const RequantizeArgs& a) {
+  switch (a.out_type) {
+    case ElemType::i8: return RequantizeTo<std::int8_t>(a);
+    case ElemType::u8: return RequantizeTo<std::uint8_t>(a);
+    case ElemType::i16: return RequantizeTo<std::int16_t>(a);
+    case ElemType::u16: return RequantizeTo<std::uint16_t>(a);
+    case ElemType::i32: return RequantizeTo<std::int32_t>(a);
+    case ElemType::f32: return;  // not an integer output
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_REQUANTIZE_INL_H_ toggle

@@ -1,0 +1,718 @@
+// Bit-exactness checks of quantkit::simd against quantkit::ref, for one kernel table (one
+// Highway target). Shared by test_simd_kernels.cpp (dynamic dispatch, every compiled target)
+// and test_simd_static.cpp (static dispatch, header-only).
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <quantkit/quantkit.hpp>
+#include <quantkit/simd/simd.hpp>
+
+namespace qk = quantkit;
+namespace qks = quantkit::simd;
+
+namespace simd_test {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr std::int32_t kI32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
+
+inline std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// Element-wise equality; floats compare by bit pattern (so -0.0 != +0.0 and NaN == NaN).
+template <class T>
+bool same(T a, T b) {
+  if constexpr (std::is_same<T, float>::value)
+    return bits_of(a) == bits_of(b);
+  else
+    return a == b;
+}
+
+// First index where the buffers differ, or -1.
+template <class T>
+long first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return 0;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same(a[i], b[i])) return static_cast<long>(i);
+  return -1;
+}
+
+template <class T>
+std::string show(T v) {
+  if constexpr (std::is_same<T, float>::value) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.9g (0x%08x)", static_cast<double>(v), bits_of(v));
+    return buf;
+  } else {
+    return std::to_string(static_cast<long long>(v));
+  }
+}
+
+#define QK_CHECK_SAME(got, want, input)                                                    \
+  do {                                                                                     \
+    const long qk_at = simd_test::first_difference(got, want);                             \
+    if (qk_at >= 0) {                                                                      \
+      const auto qk_i = static_cast<std::size_t>(qk_at);                                   \
+      FAIL_CHECK("differs at " << qk_at << " of " << (want).size() << ": got "             \
+                               << simd_test::show((got)[qk_i]) << ", want "                \
+                               << simd_test::show((want)[qk_i]) << ", input "              \
+                               << simd_test::show((input)[qk_i]));                         \
+    }                                                                                      \
+  } while (0)
+
+// Values around every rounding decision: exact ties k + 0.5 (also beyond the int16 range,
+// for saturation), their float neighbours, 0.49999997, +-0, the 2^23 boundary, huge values,
+// denormals, NaN and infinities. Multiplied by a power-of-two scale they stay exact.
+inline std::vector<float> tricky_values() {
+  std::vector<float> t;
+  for (int k = -300; k <= 300; ++k) {
+    const float tie = static_cast<float>(k) + 0.5f;
+    t.push_back(tie);
+    t.push_back(std::nextafter(tie, kInf));
+    t.push_back(std::nextafter(tie, -kInf));
+    t.push_back(static_cast<float>(k));
+  }
+  for (float v : {0.49999997f, -0.49999997f, 0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 0.0f, -0.0f,
+                  8388607.5f, -8388607.5f, 8388608.0f, 8388609.0f, 16777216.0f, -16777218.0f,
+                  4194303.5f, 127.5f, -128.5f, 255.5f, 256.5f, -0.5f, 32767.5f, -32768.5f,
+                  32768.5f, 65535.5f, 65536.5f, -65536.5f, 1e9f, -1e9f, 2147483648.0f,
+                  -2147483904.0f, 3.0e38f, -3.0e38f, std::numeric_limits<float>::max(),
+                  -std::numeric_limits<float>::max(), 1e-40f, -1e-40f, 1e-45f,
+                  std::numeric_limits<float>::min(), kInf, -kInf,
+                  std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN()})
+    t.push_back(v);
+  return t;
+}
+
+// Inputs for quantize: tricky values times `scale` interleaved with random ones.
+inline std::vector<float> quantize_inputs(std::size_t n, float scale, std::uint32_t seed) {
+  static const std::vector<float> tricky = tricky_values();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> wide(-200.0f, 200.0f);
+  std::uniform_int_distribution<std::size_t> pick(0, tricky.size() - 1);
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (rng() % 3) {
+      case 0: x[i] = tricky[pick(rng)] * scale; break;
+      case 1: x[i] = wide(rng) * scale; break;
+      default: x[i] = std::round(wide(rng)) * scale + 0.5f * scale; break;  // ties
+    }
+  }
+  return x;
+}
+
+inline std::vector<std::size_t> test_lengths() {
+  std::vector<std::size_t> lengths = {0, 1, 2, 3, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 1031};
+  return lengths;
+}
+
+template <class Q>
+qk::IntRange range_of() {
+  return qk::IntRange{static_cast<std::int32_t>(std::numeric_limits<Q>::min()),
+                      static_cast<std::int32_t>(std::numeric_limits<Q>::max())};
+}
+
+// The rounding policies, as the reference takes them.
+template <class F>
+void for_each_deterministic_rounding(F&& f) {
+  f(qk::RoundHalfEven{});
+  f(qk::RoundHalfAway{});
+  f(qk::RoundHalfUp{});
+  f(qk::RoundFloor{});
+  f(qk::RoundTowardZero{});
+}
+
+inline const char* app_name(qk::ScaleApplicationKind a) {
+  return a == qk::ScaleApplicationKind::divide ? "divide" : "multiply";
+}
+
+// ---------------------------------------------------------------- quantize / fake / dequantize
+
+// Per tensor, contiguous buffers at an offset of `offset` elements (unaligned), every length.
+template <class Q, class Rounding>
+void check_quantize_per_tensor(const qks::Kernels* k, const Rounding& round,
+                               qk::ScaleApplicationKind app, float scale, std::int32_t zp,
+                               qk::IntRange range) {
+  qk::QuantParams p;
+  p.scale = {scale};
+  p.zero_point = {zp};
+  p.range = range;
+  std::uint32_t seed = 1;
+  for (std::size_t n : test_lengths()) {
+    for (std::size_t offset : {0u, 1u, 3u}) {
+      const std::vector<float> data = quantize_inputs(n + offset, scale, seed++);
+      const qk::View<const float> x(data.data() + offset, qk::Dims{static_cast<std::int64_t>(n)});
+      std::vector<Q> want(n + offset), got(n + offset);
+      qk::ref::quantize(x, p, qk::View<Q>(want.data() + offset, x.shape()), round, app);
+      qks::quantize(x, p, qk::View<Q>(got.data() + offset, x.shape()), round, app, k);
+      CAPTURE(n);
+      CAPTURE(offset);
+      QK_CHECK_SAME(got, want, data);
+      // fake-quantize
+      std::vector<float> fwant(n + offset), fgot(n + offset);
+      qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data() + offset, x.shape()), round, app);
+      qks::fake_quantize(x, p, qk::View<float>(fgot.data() + offset, x.shape()), round, app, k);
+      QK_CHECK_SAME(fgot, fwant, data);
+    }
+  }
+}
+
+template <class Q>
+void check_dequantize_per_tensor(const qks::Kernels* k, float scale, std::int32_t zp) {
+  qk::QuantParams p;
+  p.scale = {scale};
+  p.zero_point = {zp};
+  p.range = range_of<Q>();
+  std::mt19937 rng(7);
+  for (std::size_t n : test_lengths()) {
+    for (std::size_t offset : {0u, 1u}) {
+      std::vector<Q> q(n + offset);
+      for (auto& v : q) {
+        const std::int64_t lo = std::is_same<Q, std::int32_t>::value ? -1000000 : std::numeric_limits<Q>::min();
+        const std::int64_t hi = std::is_same<Q, std::int32_t>::value ? 1000000 : std::numeric_limits<Q>::max();
+        v = static_cast<Q>(lo + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(hi - lo + 1)));
+      }
+      if (n > 0) q[offset] = std::numeric_limits<Q>::min();
+      if (n > 1) q[offset + n - 1] = std::numeric_limits<Q>::max();
+      if (std::is_same<Q, std::int32_t>::value) {  // keep q - zp inside int32 as the reference needs
+        for (auto& v : q) v = static_cast<Q>(std::max<std::int64_t>(std::min<std::int64_t>(v, 1 << 30), -(1 << 30)));
+      }
+      const qk::View<const Q> qv(q.data() + offset, qk::Dims{static_cast<std::int64_t>(n)});
+      std::vector<float> want(n + offset), got(n + offset);
+      qk::ref::dequantize(qv, p, qk::View<float>(want.data() + offset, qv.shape()));
+      qks::dequantize(qv, p, qk::View<float>(got.data() + offset, qv.shape()), k);
+      CAPTURE(n);
+      QK_CHECK_SAME(got, want, q);
+    }
+  }
+}
+
+// A tensor of `shape` stored in a buffer with a layout: 0 contiguous, 1 every other element
+// (strided rows), 2 dimensions stored in reverse order (transposed), 3 reversed + step 3.
+struct Strided {
+  qk::Dims shape, strides;
+  std::size_t storage = 0;
+};
+inline Strided make_layout(const qk::Dims& shape, int layout) {
+  Strided s;
+  s.shape = shape;
+  s.strides.rank = shape.rank;
+  std::int64_t step = layout == 1 ? 2 : (layout == 3 ? 3 : 1);
+  std::int64_t n = 1;
+  if (layout == 2 || layout == 3) {
+    for (int d = 0; d < shape.rank; ++d) {
+      s.strides[d] = step;
+      step *= shape[d];
+    }
+  } else {
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      s.strides[d] = step;
+      step *= shape[d];
+    }
+  }
+  n = step;
+  s.storage = static_cast<std::size_t>(n > 0 ? n : 1);
+  return s;
+}
+
+inline qk::QuantParams random_params(const qk::Dims& shape, qk::Granularity g, qk::IntRange range,
+                                     std::uint32_t seed, bool pow2_scales) {
+  const qk::ParamLayout layout(shape, g);
+  const auto count = static_cast<std::size_t>(layout.count());
+  qk::QuantParams p;
+  p.granularity = g;
+  p.range = range;
+  p.scale.resize(count);
+  p.zero_point.resize(count);
+  std::mt19937 rng(seed);
+  for (std::size_t i = 0; i < count; ++i) {
+    p.scale[i] = pow2_scales ? std::ldexp(1.0f, static_cast<int>(rng() % 6) - 4)
+                             : 0.003f + static_cast<float>(rng() % 1000) * 0.0007f;
+    const std::int64_t span = std::int64_t{range.qmax} - range.qmin + 1;
+    p.zero_point[i] = static_cast<std::int32_t>(range.qmin + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(span)));
+  }
+  return p;
+}
+
+// Any granularity, strided input and output layouts.
+template <class Q, class Rounding>
+void check_quantize_view(const qks::Kernels* k, const qk::Dims& shape, qk::Granularity g,
+                         int in_layout, int out_layout, const Rounding& round,
+                         qk::ScaleApplicationKind app, bool pow2_scales) {
+  const qk::IntRange range = range_of<Q>();
+  const qk::QuantParams p = random_params(shape, g, range, 11, pow2_scales);
+  const Strided si = make_layout(shape, in_layout), so = make_layout(shape, out_layout);
+  const std::vector<float> data = quantize_inputs(si.storage, pow2_scales ? 0.25f : 0.01f, 5);
+  const qk::View<const float> x(data.data(), si.shape, si.strides);
+  std::vector<Q> want(so.storage), got(so.storage);
+  qk::ref::quantize(x, p, qk::View<Q>(want.data(), so.shape, so.strides), round, app);
+  qks::quantize(x, p, qk::View<Q>(got.data(), so.shape, so.strides), round, app, k);
+  CAPTURE(shape.to_string());
+  CAPTURE(g.to_string());
+  CAPTURE(in_layout);
+  CAPTURE(out_layout);
+  QK_CHECK_SAME(got, want, data);
+  std::vector<float> fwant(so.storage), fgot(so.storage);
+  qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data(), so.shape, so.strides), round, app);
+  qks::fake_quantize(x, p, qk::View<float>(fgot.data(), so.shape, so.strides), round, app, k);
+  QK_CHECK_SAME(fgot, fwant, data);
+  // dequantize the (strided) codes back, into the input's layout
+  const qk::View<const Q> qv(want.data(), so.shape, so.strides);
+  std::vector<float> dwant(si.storage), dgot(si.storage);
+  qk::ref::dequantize(qv, p, qk::View<float>(dwant.data(), si.shape, si.strides));
+  qks::dequantize(qv, p, qk::View<float>(dgot.data(), si.shape, si.strides), k);
+  QK_CHECK_SAME(dgot, dwant, data);
+}
+
+inline std::vector<std::pair<qk::Dims, qk::Granularity>> granularity_cases() {
+  using G = qk::Granularity;
+  return {
+      {qk::Dims{}, G::per_tensor()},
+      {qk::Dims{37}, G::per_tensor()},
+      {qk::Dims{5, 67}, G::per_tensor()},
+      {qk::Dims{37}, G::per_channel(0)},
+      {qk::Dims{16, 67}, G::per_channel(0)},
+      {qk::Dims{16, 67}, G::per_channel(1)},
+      {qk::Dims{16, 67}, G::per_channel(-1)},
+      {qk::Dims{3, 5, 33}, G::per_channel(1)},
+      {qk::Dims{2, 7, 3, 5}, G::per_channel(1)},
+      {qk::Dims{2, 7, 3, 5}, G::per_channel(3)},
+      {qk::Dims{4, 1, 19}, G::per_channel(2)},
+      {qk::Dims{1, 9, 1}, G::per_channel(1)},
+      {qk::Dims{64, 40}, G::per_group(0, 16)},
+      {qk::Dims{64, 40}, G::per_group(1, 16)},
+      {qk::Dims{70, 40}, G::per_group(0, 32)},   // last block shorter
+      {qk::Dims{6, 100}, G::per_group(1, 32)},
+      {qk::Dims{6, 100}, G::per_group(-1, 7)},
+      {qk::Dims{3, 10, 9}, G::per_group(1, 4)},
+      {qk::Dims{3, 10, 9}, G::per_group(2, 1)},
+      {qk::Dims{0, 5}, G::per_channel(1)},
+  };
+}
+
+// ---------------------------------------------------------------- stochastic rounding
+
+// Same generator state on both sides: equal codes and the same number of draws.
+template <class Q>
+void check_stochastic(const qks::Kernels* k, const qk::Dims& shape, qk::Granularity g, int in_layout,
+                      qk::ScaleApplicationKind app) {
+  const qk::IntRange range = range_of<Q>();
+  const qk::QuantParams p = random_params(shape, g, range, 3, false);
+  const Strided si = make_layout(shape, in_layout);
+  const std::vector<float> data = quantize_inputs(si.storage, 0.01f, 9);
+  const qk::View<const float> x(data.data(), si.shape, si.strides);
+  std::mt19937 g_ref(1234), g_simd(1234);
+  const qk::RoundStochastic<std::mt19937> r_ref(g_ref), r_simd(g_simd);
+  const auto n = static_cast<std::size_t>(x.size());
+  std::vector<Q> want(n), got(n);
+  qk::ref::quantize(x, p, qk::View<Q>(want.data(), shape), r_ref, app);
+  qks::quantize(x, p, qk::View<Q>(got.data(), shape), r_simd, app, k);
+  CAPTURE(shape.to_string());
+  CAPTURE(g.to_string());
+  QK_CHECK_SAME(got, want, data);
+  CHECK(g_ref() == g_simd());  // the same number of draws
+  std::vector<float> fwant(n), fgot(n);
+  qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data(), shape), r_ref, app);
+  qks::fake_quantize(x, p, qk::View<float>(fgot.data(), shape), r_simd, app, k);
+  QK_CHECK_SAME(fgot, fwant, data);
+  CHECK(g_ref() == g_simd());
+}
+
+// ---------------------------------------------------------------- packed
+
+template <class Rounding>
+void check_packed(const qks::Kernels* k, int bits, bool is_signed, std::size_t n,
+                  qk::Granularity g, const Rounding& round) {
+  const qk::IntRange range = is_signed ? qk::IntRange{-(1 << (bits - 1)), (1 << (bits - 1)) - 1}
+                                       : qk::IntRange{0, (1 << bits) - 1};
+  const qk::Dims shape = g.kind == qk::GranularityKind::per_tensor
+                             ? qk::Dims{static_cast<std::int64_t>(n)}
+                             : qk::Dims{3, static_cast<std::int64_t>(n)};
+  const qk::QuantParams p = random_params(shape, g, range, 17, false);
+  const auto total = static_cast<std::size_t>(shape.product());
+  const std::vector<float> data = quantize_inputs(total, 0.05f, 21);
+  const qk::View<const float> x(data.data(), shape);
+  std::vector<std::int32_t> values(total);
+  qk::ref::quantize(x, p, qk::View<std::int32_t>(values.data(), shape), round);
+  std::vector<std::uint8_t> want(qk::packed_size(total, bits)), got(want.size(), 0xAB);
+  qk::ref::pack(values.data(), total, bits, want.data(), want.size());
+  qks::quantize_packed(x, p, bits, got.data(), got.size(), round, qk::ScaleApplicationKind::divide, k);
+  CAPTURE(bits);
+  CAPTURE(is_signed);
+  CAPTURE(total);
+  QK_CHECK_SAME(got, want, want);
+  // unpack + dequantize
+  std::vector<float> dwant(total), dgot(total);
+  std::vector<std::int32_t> unpacked(total);
+  qk::ref::unpack(want.data(), total, bits, is_signed, unpacked.data());
+  qk::ref::dequantize(qk::View<const std::int32_t>(unpacked.data(), shape), p,
+                      qk::View<float>(dwant.data(), shape));
+  qks::dequantize_packed(want.data(), want.size(), bits, is_signed, p,
+                         qk::View<float>(dgot.data(), shape), k);
+  QK_CHECK_SAME(dgot, dwant, dwant);
+}
+
+// ---------------------------------------------------------------- requantize
+
+inline std::vector<std::int32_t> accumulators(std::size_t n, std::uint32_t seed) {
+  std::vector<std::int32_t> special = {kI32Min, kI32Min + 1, -(1 << 30), -(1 << 30) - 1, -65536,
+                                       -32769, -256, -129, -128, -3, -2, -1, 0, 1, 2, 3, 127,
+                                       128, 255, 256, 32767, 65536, (1 << 30) - 1, 1 << 30,
+                                       kI32Max - 1, kI32Max};
+  for (int s = 1; s <= 31; ++s) {  // ties of every shift: k * 2^s + 2^(s-1)
+    const std::int64_t half = std::int64_t{1} << (s - 1);
+    for (std::int64_t k : {-3, -2, -1, 0, 1, 2, 3}) {
+      const std::int64_t v = k * (std::int64_t{1} << s) + half;
+      if (v >= kI32Min && v <= kI32Max) special.push_back(static_cast<std::int32_t>(v));
+    }
+  }
+  std::mt19937 rng(seed);
+  std::vector<std::int32_t> acc(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (rng() % 4) {
+      case 0: acc[i] = special[rng() % special.size()]; break;
+      case 1: acc[i] = static_cast<std::int32_t>(rng()); break;
+      case 2: acc[i] = static_cast<std::int32_t>(rng() % 200001) - 100000; break;
+      default: acc[i] = static_cast<std::int32_t>(rng() % 2001) - 1000; break;
+    }
+  }
+  return acc;
+}
+
+template <class Scheme, class Out>
+void check_requantize_case(const qks::Kernels* k, const qk::Dims& shape, int channel_axis,
+                           qk::RequantParams<Scheme> p) {
+  p.channel_axis = channel_axis;
+  const auto n = static_cast<std::size_t>(shape.product());
+  const std::vector<std::int32_t> acc = accumulators(n, static_cast<std::uint32_t>(n) + 5);
+  const qk::View<const std::int32_t> a(acc.data(), shape);
+  std::vector<Out> want(n), got(n);
+  qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+  qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+  CAPTURE(shape.to_string());
+  CAPTURE(channel_axis);
+  CAPTURE(p.clamp_min);
+  CAPTURE(p.clamp_max);
+  QK_CHECK_SAME(got, want, acc);
+}
+
+// Per tensor and per channel (constant runs: axis 0; per-element vectors: last axis), with and
+// without bias, with the output range or a fused ReLU / narrow clamp.
+template <class Scheme, class Out>
+void check_requantize_scheme(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& constants) {
+  const qk::IntRange out = range_of<Out>();
+  std::mt19937 rng(99);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16},
+                        std::size_t{17}, std::size_t{33}, std::size_t{1000}}) {
+    for (const auto& c : constants) {
+      qk::RequantParams<Scheme> p;
+      p.constants = {c};
+      p.output_zero_point = out.qmin < 0 ? 3 : 100;
+      p.clamp_min = out.qmin;
+      p.clamp_max = out.qmax;
+      check_requantize_case<Scheme, Out>(k, qk::Dims{static_cast<std::int64_t>(n)}, -1, p);
+      p.clamp_min = p.output_zero_point;  // ReLU
+      p.clamp_max = std::min(out.qmax, p.output_zero_point + 60);
+      check_requantize_case<Scheme, Out>(k, qk::Dims{static_cast<std::int64_t>(n)}, -1, p);
+    }
+  }
+  // per channel: constants cycle through the list, random biases (some saturating)
+  for (const qk::Dims& shape : {qk::Dims{7, 37}, qk::Dims{37, 7}, qk::Dims{3, 19, 5}, qk::Dims{2, 64}}) {
+    for (int axis : {0, -1, 1}) {
+      if (axis == 1 && shape.rank < 3) continue;
+      const int a = axis < 0 ? axis + shape.rank : axis;
+      const auto channels = static_cast<std::size_t>(shape[a]);
+      for (int with_bias = 0; with_bias < 2; ++with_bias) {
+        qk::RequantParams<Scheme> p;
+        for (std::size_t c = 0; c < channels; ++c) p.constants.push_back(constants[c % constants.size()]);
+        if (with_bias) {
+          for (std::size_t c = 0; c < channels; ++c) {
+            const std::uint32_t r = rng();
+            p.bias.push_back(r % 5 == 0 ? (r % 2 ? kI32Max : kI32Min)
+                                        : static_cast<std::int32_t>(r % 20001) - 10000);
+          }
+        }
+        p.output_zero_point = out.qmin < 0 ? -5 : 17;
+        p.clamp_min = out.qmin;
+        p.clamp_max = out.qmax;
+        check_requantize_case<Scheme, Out>(k, shape, axis, p);
+      }
+    }
+  }
+}
+
+template <class Scheme>
+std::vector<typename Scheme::Constants> made_constants(std::initializer_list<double> ms) {
+  std::vector<typename Scheme::Constants> c;
+  for (double m : ms) c.push_back(Scheme::make(m, "layer"));
+  return c;
+}
+
+template <class Out>
+void check_requantize_all(const qks::Kernels* k) {
+  const std::initializer_list<double> small = {0.5, 0.25, 1.0, 0.0123456, 0.75, 1e-6, 0.999999, 3e-10, 0.3};
+  const std::initializer_list<double> large = {0.5, 1.0, 1.5, 2.0, 3.7, 100.0, 12345.678, 1e-5, 0.0009765625};
+  check_requantize_scheme<qk::FloatMultiplier<qk::RoundHalfEven>, Out>(k, made_constants<qk::FloatMultiplier<qk::RoundHalfEven>>(large));
+  check_requantize_scheme<qk::FloatMultiplier<qk::RoundHalfAway>, Out>(k, made_constants<qk::FloatMultiplier<qk::RoundHalfAway>>(large));
+  check_requantize_scheme<qk::FloatMultiplier<qk::RoundHalfUp>, Out>(k, made_constants<qk::FloatMultiplier<qk::RoundHalfUp>>(large));
+  check_requantize_scheme<qk::FloatMultiplier<qk::RoundFloor>, Out>(k, made_constants<qk::FloatMultiplier<qk::RoundFloor>>(large));
+  check_requantize_scheme<qk::FloatMultiplier<qk::RoundTowardZero>, Out>(k, made_constants<qk::FloatMultiplier<qk::RoundTowardZero>>(large));
+  // power of two: shifts 0..31 (0 and 31 included)
+  std::vector<qk::ShiftScale> shifts;
+  for (int s : {0, 1, 2, 3, 7, 8, 15, 16, 20, 30, 31}) shifts.push_back(qk::ShiftScale{s});
+  check_requantize_scheme<qk::PowerOfTwo<qk::RoundHalfEven>, Out>(k, shifts);
+  check_requantize_scheme<qk::PowerOfTwo<qk::RoundHalfAway>, Out>(k, shifts);
+  check_requantize_scheme<qk::PowerOfTwo<qk::RoundHalfUp>, Out>(k, shifts);
+  check_requantize_scheme<qk::PowerOfTwo<qk::RoundFloor>, Out>(k, shifts);
+  check_requantize_scheme<qk::PowerOfTwo<qk::RoundTowardZero>, Out>(k, shifts);
+  check_requantize_scheme<qk::SingleShift, Out>(k, shifts);
+  // fixed point, including right shifts 0 and 31, left shifts (multipliers > 1) and INT32_MIN
+  // multipliers (the SRDHM saturation case)
+  std::vector<qk::ref::QuantizedMultiplier> fixed = made_constants<qk::FixedPointDoubleRounding>(large);
+  for (auto m : made_constants<qk::FixedPointDoubleRounding>(small)) fixed.push_back(m);
+  for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, 0}, qk::ref::QuantizedMultiplier{1 << 30, -31},
+                 qk::ref::QuantizedMultiplier{kI32Max, -31}, qk::ref::QuantizedMultiplier{kI32Max, 0},
+                 qk::ref::QuantizedMultiplier{kI32Min, 0}, qk::ref::QuantizedMultiplier{kI32Min, -3},
+                 qk::ref::QuantizedMultiplier{1518500250, 31}, qk::ref::QuantizedMultiplier{1 << 30, 30},
+                 qk::ref::QuantizedMultiplier{0, 0}, qk::ref::QuantizedMultiplier{1234567, 5}})
+    fixed.push_back(m);
+  check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
+  std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);
+  for (auto m : made_constants<qk::FixedPointSingleRounding>(small)) single.push_back(m);
+  for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, -31}, qk::ref::QuantizedMultiplier{kI32Max, 30},
+                 qk::ref::QuantizedMultiplier{kI32Max, -31}, qk::ref::QuantizedMultiplier{1 << 30, 0},
+                 qk::ref::QuantizedMultiplier{kI32Min, 0}, qk::ref::QuantizedMultiplier{0, 0}})
+    single.push_back(m);
+  check_requantize_scheme<qk::FixedPointSingleRounding, Out>(k, single);
+  std::vector<qk::DoubleShift::Constants> dbl = made_constants<qk::DoubleShift>({0.75, 0.5, 1.5, 0.3, 1e-3, 1e-9, 1.2});
+  for (auto c : {qk::DoubleShift::Constants{1, 1}, qk::DoubleShift::Constants{31, 31},
+                 qk::DoubleShift::Constants{30, 31}, qk::DoubleShift::Constants{1, 31},
+                 qk::DoubleShift::Constants{5, 9}})
+    dbl.push_back(c);
+  check_requantize_scheme<qk::DoubleShift, Out>(k, dbl);
+}
+
+// ---------------------------------------------------------------- reductions
+
+inline std::vector<float> reduction_inputs(std::size_t n, std::uint32_t seed, bool with_nonfinite,
+                                           bool nonnegative) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-10.0f, 10.0f);
+  std::vector<float> x(n);
+  for (auto& v : x) {
+    v = u(rng);
+    if (nonnegative) v = v < 0 ? (rng() % 2 ? 0.0f : -0.0f) : v;  // ReLU-like: signed zeros
+    if (with_nonfinite && rng() % 17 == 0) {
+      const float specials[] = {kInf, -kInf, std::numeric_limits<float>::quiet_NaN()};
+      v = specials[rng() % 3];
+    }
+  }
+  return x;
+}
+
+inline void check_minmax(const qks::Kernels* k) {
+  std::uint32_t seed = 40;
+  std::vector<std::size_t> lengths = test_lengths();
+  lengths.push_back(100003);
+  for (std::size_t n : lengths) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const std::vector<float> x = reduction_inputs(n, seed++, variant & 1, variant & 2);
+      qk::Range want;
+      std::size_t bad = 0;
+      float absmax = 0.0f;
+      for (float v : x) {
+        if (!std::isfinite(v)) {
+          ++bad;
+          continue;
+        }
+        want.include(v);
+        if (std::fabs(v) > absmax) absmax = std::fabs(v);
+      }
+      const qks::MinMaxResult got = qks::minmax(x.data(), n, k);
+      CAPTURE(n);
+      CAPTURE(variant);
+      CHECK(bits_of(got.min) == bits_of(want.min));
+      CHECK(bits_of(got.max) == bits_of(want.max));
+      CHECK(got.nonfinite == bad);
+      CHECK(got.finite == n - bad);
+      const qks::AbsMaxResult a = qks::absmax(x.data(), n, k);
+      CHECK(bits_of(a.absmax) == bits_of(absmax));
+      CHECK(a.nonfinite == bad);
+    }
+  }
+  // only zeros: the first zero's sign wins, as std::min/std::max keep it
+  for (float first : {0.0f, -0.0f}) {
+    std::vector<float> z(37, -first);
+    z[5] = first;
+    for (std::size_t i = 0; i < 5; ++i) z[i] = std::numeric_limits<float>::quiet_NaN();
+    const qks::MinMaxResult got = qks::minmax(z.data(), z.size(), k);
+    CHECK(bits_of(got.min) == bits_of(first));
+    CHECK(bits_of(got.max) == bits_of(first));
+  }
+}
+
+inline void check_minmax_per_param(const qks::Kernels* k) {
+  for (const auto& c : granularity_cases()) {
+    for (int layout = 0; layout < 3; ++layout) {
+      const Strided s = make_layout(c.first, layout);
+      std::vector<float> data = reduction_inputs(s.storage, 77, true, layout == 1);
+      const qk::View<const float> x(data.data(), s.shape, s.strides);
+      qk::MinMaxObserver obs(qk::ObserverConfig{c.second, qk::NonFiniteKind::ignore, "t"});
+      const qk::ParamLayout pl(c.first, c.second);
+      const auto count = static_cast<std::size_t>(pl.count());
+      std::vector<float> mn(count, kInf), mx(count, -kInf);
+      if (x.size() == 0) continue;
+      obs.observe(x);
+      obs.observe(x);  // twice: the running update merges
+      std::size_t bad = qks::minmax_per_param(x, c.second, mn.data(), mx.data(), k);
+      bad += qks::minmax_per_param(x, c.second, mn.data(), mx.data(), k);
+      std::size_t want_bad = 0;
+      qk::for_each_index(x, [&](std::int64_t off, const qk::Dims&) {
+        if (!std::isfinite(x.data()[off])) ++want_bad;
+      });
+      CAPTURE(c.first.to_string());
+      CAPTURE(c.second.to_string());
+      CAPTURE(layout);
+      CHECK(bad == 2 * want_bad);
+      const auto& want = obs.state();
+      REQUIRE(want.size() == count);
+      for (std::size_t i = 0; i < count; ++i) {
+        CHECK(bits_of(mn[i]) == bits_of(want[i].min));
+        CHECK(bits_of(mx[i]) == bits_of(want[i].max));
+      }
+    }
+  }
+}
+
+inline void check_histogram(const qks::Kernels* k) {
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{1000}, std::size_t{65537}}) {
+    for (bool absolute : {false, true}) {
+      for (std::size_t bins : {std::size_t{1}, std::size_t{7}, std::size_t{128}, std::size_t{2048}}) {
+        std::vector<float> x = reduction_inputs(n, 5 + static_cast<std::uint32_t>(n), true, false);
+        const float lo = absolute ? 0.0f : -7.5f, hi = absolute ? 8.25f : 6.0f;
+        if (n > 3) {
+          x[0] = lo;
+          x[1] = hi;
+          x[2] = std::nextafter(hi, -kInf);
+        }
+        std::vector<std::uint64_t> want(bins, 3), got(bins, 3);  // accumulates onto existing counts
+        qks::HistogramResult wr;
+        for (float v0 : x) {
+          const float v = absolute ? std::fabs(v0) : v0;
+          if (std::isnan(v)) {
+            ++wr.nan;
+          } else if (v < lo) {
+            ++wr.below;
+          } else if (v > hi) {
+            ++wr.above;
+          } else {
+            auto b = static_cast<std::size_t>(((v - lo) * static_cast<float>(bins)) / (hi - lo));
+            if (b > bins - 1) b = bins - 1;
+            ++want[b];
+          }
+        }
+        const qks::HistogramResult gr = qks::histogram(x.data(), n, lo, hi, bins, got.data(), absolute, k);
+        CAPTURE(n);
+        CAPTURE(bins);
+        CAPTURE(absolute);
+        CHECK(got == want);
+        CHECK(gr.below == wr.below);
+        CHECK(gr.above == wr.above);
+        CHECK(gr.nan == wr.nan);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- everything, one target
+
+template <class Q>
+void check_quantize_all_roundings(const qks::Kernels* k, float scale, std::int32_t zp) {
+  for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+    for_each_deterministic_rounding([&](const auto& round) {
+      CAPTURE(app_name(app));
+      CAPTURE(qk::to_string(std::remove_reference_t<decltype(round)>::mode));
+      CAPTURE(scale);
+      CAPTURE(zp);
+      check_quantize_per_tensor<Q>(k, round, app, scale, zp, range_of<Q>());
+    });
+  }
+}
+
+inline void check_quantize_everything(const qks::Kernels* k) {
+  for (float scale : {1.0f, 0.25f, 0.1f, 0.0173f, 2.0f}) {
+    check_quantize_all_roundings<std::int8_t>(k, scale, 0);
+    check_quantize_all_roundings<std::int8_t>(k, scale, -7);
+    check_quantize_all_roundings<std::uint8_t>(k, scale, 128);
+    check_quantize_all_roundings<std::int16_t>(k, scale, 3);
+    check_quantize_all_roundings<std::uint16_t>(k, scale, 40000);
+  }
+  // narrow / restricted ranges and 4-bit ranges held in int8
+  for_each_deterministic_rounding([&](const auto& round) {
+    check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 0, {-127, 127});
+    check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 2, {-8, 7});
+    check_quantize_per_tensor<std::uint8_t>(k, round, qk::ScaleApplicationKind::multiply_by_reciprocal, 0.5f, 9, {0, 15});
+    check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, -5, {-1000000, 1000000});
+    check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, 0, {-16777216, 16777216});
+  });
+}
+
+inline void check_views_everything(const qks::Kernels* k) {
+  for (const auto& c : granularity_cases()) {
+    for (int in_layout = 0; in_layout < 4; ++in_layout) {
+      for (int out_layout : {0, 1, 2}) {
+        check_quantize_view<std::int8_t>(k, c.first, c.second, in_layout, out_layout,
+                                         qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, true);
+      }
+      check_quantize_view<std::uint8_t>(k, c.first, c.second, in_layout, 0, qk::RoundHalfAway{},
+                                        qk::ScaleApplicationKind::multiply_by_reciprocal, false);
+      check_quantize_view<std::int16_t>(k, c.first, c.second, in_layout, 1, qk::RoundFloor{},
+                                        qk::ScaleApplicationKind::divide, false);
+      check_quantize_view<std::uint16_t>(k, c.first, c.second, in_layout, 0, qk::RoundHalfUp{},
+                                         qk::ScaleApplicationKind::divide, true);
+      check_quantize_view<std::int32_t>(k, c.first, c.second, in_layout, 2, qk::RoundTowardZero{},
+                                        qk::ScaleApplicationKind::multiply_by_reciprocal, true);
+    }
+  }
+}
+
+inline void check_stochastic_everything(const qks::Kernels* k) {
+  for (const auto& c : granularity_cases()) {
+    for (int in_layout : {0, 1, 2}) {
+      check_stochastic<std::int8_t>(k, c.first, c.second, in_layout, qk::ScaleApplicationKind::divide);
+      check_stochastic<std::uint8_t>(k, c.first, c.second, in_layout,
+                                     qk::ScaleApplicationKind::multiply_by_reciprocal);
+    }
+  }
+  check_stochastic<std::int16_t>(k, qk::Dims{5000}, qk::Granularity::per_tensor(), 0,
+                                 qk::ScaleApplicationKind::divide);
+}
+
+inline void check_packed_everything(const qks::Kernels* k) {
+  for (int bits : {4, 2}) {
+    for (bool is_signed : {true, false}) {
+      for (std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{3}, std::size_t{5},
+                            std::size_t{31}, std::size_t{64}, std::size_t{129}, std::size_t{1001},
+                            std::size_t{9003}}) {
+        check_packed(k, bits, is_signed, n, qk::Granularity::per_tensor(), qk::RoundHalfEven{});
+        check_packed(k, bits, is_signed, n, qk::Granularity::per_channel(0), qk::RoundHalfAway{});
+      }
+    }
+  }
+}
+
+}  // namespace simd_test

@@ -1,0 +1,320 @@
+// SIMD kernels, dynamic dispatch: this translation unit is the program's quantkit SIMD
+// implementation (every Highway target compiled, runtime dispatch), and every kernel is
+// checked bit for bit against quantkit::ref on every target the CPU supports.
+#define HWY_COMPILE_ALL_ATTAINABLE  // every target, also below the build's baseline
+#define HWY_WANT_AVX3_DL             // and AVX3_DL (Ice Lake / Zen 4)
+#define QUANTKIT_SIMD_IMPLEMENTATION
+#include <quantkit/simd/implementation.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <hwy/targets.h>
+
+#include "test_simd_common.hpp"
+
+namespace {
+
+// Runs f(kernels) for every compiled target the CPU supports; prints them once.
+template <class F>
+void for_each_target(const char* what, F&& f) {
+  const std::vector<const qks::Kernels*> all = qks::available_kernels();
+  REQUIRE(!all.empty());
+  std::string names;
+  for (const qks::Kernels* k : all) {
+    names += names.empty() ? "" : " ";
+    names += k->name;
+    CAPTURE(k->name);
+    f(*k);
+  }
+  std::printf("[simd] %-34s targets: %s\n", what, names.c_str());
+  std::fflush(stdout);
+}
+
+std::set<std::string> target_names() {
+  std::set<std::string> s;
+  for (const qks::Kernels* k : qks::available_kernels()) s.insert(k->name);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("simd: dynamic dispatch is linked and every compiled target is exercised") {
+  CHECK(qks::dynamic_dispatch());
+  const std::set<std::string> names = target_names();
+  std::string list;
+  for (const auto& n : names) list += " " + n;
+  std::printf("[simd] compiled+supported targets:%s (static target %s, best %s)\n", list.c_str(),
+              hwy::TargetName(HWY_STATIC_TARGET), qks::active_kernels().name);
+  MESSAGE("targets:" << list);
+  // This machine family (x86-64 with AVX-512) must run at least these.
+#if HWY_ARCH_X86
+  const int64_t cpu = hwy::SupportedTargets();
+  if (cpu & HWY_AVX3) CHECK(names.count("AVX3"));
+  if (cpu & HWY_AVX2) CHECK(names.count("AVX2"));
+  if (cpu & HWY_SSE4) CHECK(names.count("SSE4"));
+  CHECK((names.count("SCALAR") + names.count("EMU128")) == 1);
+#endif
+  // The best target is the default; the per-target tables are distinct.
+  const auto all = qks::available_kernels();
+  CHECK(&qks::active_kernels() == all.front());
+  for (const qks::Kernels* k : all) {
+    CHECK(qks::kernels_for(k->target) == k);
+    CHECK((k->quantize != nullptr && k->requantize != nullptr && k->histogram != nullptr));
+  }
+  CHECK(qks::kernels_for(0) == nullptr);
+}
+
+TEST_CASE("simd: hwy::SetSupportedTargetsForTest moves the default kernels") {
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    hwy::SetSupportedTargetsForTest(k->target);
+    CHECK(qks::active_kernels().target == k->target);
+    // and a call through the default argument runs that target bit-exactly
+    simd_test::check_quantize_per_tensor<std::int8_t>(nullptr, qk::RoundHalfEven{},
+                                                      qk::ScaleApplicationKind::divide, 0.25f, 1,
+                                                      simd_test::range_of<std::int8_t>());
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  CHECK(qks::active_kernels().target == qks::available_kernels().front()->target);
+}
+
+TEST_CASE("simd: quantize/fake-quantize per tensor, every type x rounding x application, ties, "
+          "saturation, NaN/Inf, every length, unaligned") {
+  for_each_target("quantize per tensor", [](const qks::Kernels& k) {
+    simd_test::check_quantize_everything(&k);
+  });
+}
+
+TEST_CASE("simd: dequantize per tensor, every input type") {
+  for_each_target("dequantize per tensor", [](const qks::Kernels& k) {
+    simd_test::check_dequantize_per_tensor<std::int8_t>(&k, 0.1f, -3);
+    simd_test::check_dequantize_per_tensor<std::uint8_t>(&k, 0.0173f, 128);
+    simd_test::check_dequantize_per_tensor<std::int16_t>(&k, 3.5e-4f, 7);
+    simd_test::check_dequantize_per_tensor<std::uint16_t>(&k, 1e-5f, 32768);
+    simd_test::check_dequantize_per_tensor<std::int32_t>(&k, 1e-7f, 0);
+  });
+}
+
+TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and transposed views") {
+  for_each_target("per-channel/per-group views", [](const qks::Kernels& k) {
+    simd_test::check_views_everything(&k);
+  });
+}
+
+TEST_CASE("simd: stochastic rounding draws the reference's uniforms in element order") {
+  for_each_target("stochastic rounding", [](const qks::Kernels& k) {
+    simd_test::check_stochastic_everything(&k);
+  });
+}
+
+TEST_CASE("simd: packed int4/uint4/int2/uint2 quantize and unpack+dequantize") {
+  for_each_target("packed 4/2-bit", [](const qks::Kernels& k) {
+    simd_test::check_packed_everything(&k);
+  });
+}
+
+TEST_CASE("simd: requantize, every scheme, per tensor/channel, bias, ReLU/clamp, int8") {
+  for_each_target("requantize -> int8", [](const qks::Kernels& k) {
+    simd_test::check_requantize_all<std::int8_t>(&k);
+  });
+}
+
+TEST_CASE("simd: requantize -> uint8, int16, uint16, int32") {
+  for_each_target("requantize -> uint8/int16/uint16/int32", [](const qks::Kernels& k) {
+    simd_test::check_requantize_all<std::uint8_t>(&k);
+    simd_test::check_requantize_all<std::int16_t>(&k);
+    simd_test::check_requantize_all<std::uint16_t>(&k);
+    simd_test::check_requantize_all<std::int32_t>(&k);
+  });
+}
+
+TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram") {
+  for_each_target("reductions", [](const qks::Kernels& k) {
+    simd_test::check_minmax(&k);
+    simd_test::check_minmax_per_param(&k);
+    simd_test::check_histogram(&k);
+  });
+}
+
+TEST_CASE("simd: raw-pointer entry points equal the View API") {
+  for_each_target("raw-pointer API", [](const qks::Kernels& k) {
+    const std::size_t n = 1037;
+    const std::vector<float> x = simd_test::quantize_inputs(n, 0.05f, 3);
+    qk::QuantParams p;
+    p.scale = {0.05f};
+    p.zero_point = {-4};
+    p.range = simd_test::range_of<std::int8_t>();
+    std::vector<std::int8_t> want(n), got(n);
+    qk::ref::quantize(qk::View<const float>(x.data(), qk::Dims{1037}), p,
+                      qk::View<std::int8_t>(want.data(), qk::Dims{1037}));
+    qks::quantize(x.data(), n, 0.05f, -4, got.data(), &k);
+    QK_CHECK_SAME(got, want, x);
+    // options: half-away, reciprocal, restricted range
+    p.range = {-127, 127};
+    qk::ref::quantize(qk::View<const float>(x.data(), qk::Dims{1037}), p,
+                      qk::View<std::int8_t>(want.data(), qk::Dims{1037}), qk::RoundHalfAway{},
+                      qk::ScaleApplicationKind::multiply_by_reciprocal);
+    qks::quantize(x.data(), n, 0.05f, -4,
+                  qks::QuantizeOptions{}
+                      .with_rounding(qk::RoundingMode::half_away)
+                      .with_application(qk::ScaleApplicationKind::multiply_by_reciprocal)
+                      .with_range({-127, 127}),
+                  got.data(), &k);
+    QK_CHECK_SAME(got, want, x);
+    // fake-quantize and dequantize
+    std::vector<float> fwant(n), fgot(n);
+    qk::ref::fake_quantize(qk::View<const float>(x.data(), qk::Dims{1037}), p,
+                           qk::View<float>(fwant.data(), qk::Dims{1037}), qk::RoundHalfAway{},
+                           qk::ScaleApplicationKind::multiply_by_reciprocal);
+    qks::fake_quantize(x.data(), n, 0.05f, -4,
+                       qks::QuantizeOptions{}
+                           .with_rounding(qk::RoundingMode::half_away)
+                           .with_application(qk::ScaleApplicationKind::multiply_by_reciprocal)
+                           .with_range({-127, 127}),
+                       fgot.data(), &k);
+    QK_CHECK_SAME(fgot, fwant, x);
+    std::vector<float> dwant(n), dgot(n);
+    qk::ref::dequantize(qk::View<const std::int8_t>(want.data(), qk::Dims{1037}), p,
+                        qk::View<float>(dwant.data(), qk::Dims{1037}));
+    qks::dequantize(want.data(), n, 0.05f, -4, dgot.data(), &k);
+    QK_CHECK_SAME(dgot, dwant, x);
+    // per channel: rows (axis 0) and columns (axis 1) of a [17, 61] matrix
+    for (int axis : {0, 1}) {
+      const std::size_t rows = 17, cols = 61;
+      const qk::Dims shape{17, 61};
+      const qk::QuantParams pc =
+          simd_test::random_params(shape, qk::Granularity::per_channel(axis), {0, 255}, 5, false);
+      const std::vector<float> xm = simd_test::quantize_inputs(rows * cols, 0.02f, 8);
+      std::vector<std::uint8_t> w(rows * cols), g(rows * cols);
+      qk::ref::quantize(qk::View<const float>(xm.data(), shape), pc, qk::View<std::uint8_t>(w.data(), shape));
+      qks::quantize_per_channel(xm.data(), rows, cols, axis, pc.scale.data(), pc.zero_point.data(),
+                                g.data(), &k);
+      CAPTURE(axis);
+      QK_CHECK_SAME(g, w, xm);
+    }
+    // requantize
+    const std::vector<std::int32_t> acc = simd_test::accumulators(640, 3);
+    auto rp = qk::RequantParams<qk::FixedPointDoubleRounding>::make(
+        {0.002, 0.0031, 0.0007, 0.5, 1.5, 0.01, 0.02, 0.03}, qk::IntRange{-128, 127}, 5, "fc");
+    rp.bias = {1, -2, 3, 100000, -4, 5, simd_test::kI32Max, simd_test::kI32Min};
+    std::vector<std::int8_t> rwant(640), rgot(640);
+    const qk::Dims ashape{80, 8};
+    qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), ashape), rp,
+                        qk::View<std::int8_t>(rwant.data(), ashape));
+    qks::requantize(acc.data(), acc.size(), rp, rgot.data(), &k);
+    QK_CHECK_SAME(rgot, rwant, acc);
+  });
+}
+
+TEST_CASE("simd: raw-pointer errors name what is wrong") {
+  float x[4] = {1, 2, 3, 4};
+  std::int8_t q[4];
+  CHECK_THROWS_AS(qks::quantize(x, 4, 0.0f, 0, q), qk::Error);
+  CHECK_THROWS_AS(qks::quantize(x, 4, 0.1f, 300, q), qk::Error);
+  CHECK_THROWS_WITH_AS(qks::quantize(x, 4, 0.1f, 0, qks::QuantizeOptions{}.with_range({0, 255}), q),
+                       doctest::Contains("does not fit"), qk::Error);
+  CHECK_THROWS_AS(qks::quantize(x, 4, 0.1f, 0,
+                                qks::QuantizeOptions{}.with_rounding(qk::RoundingMode::stochastic), q),
+                  qk::Error);
+  std::uint64_t counts[4] = {};
+  CHECK_THROWS_AS(qks::histogram(x, 4, 1.0f, 1.0f, 4, counts), qk::Error);
+}
+
+TEST_CASE("simd: the View API keeps the reference's error messages") {
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  std::int8_t q[6];
+  qk::QuantParams p;
+  p.granularity = qk::Granularity::per_channel(0);
+  p.scale = {0.1f, 0.2f};
+  p.zero_point = {0, 0};
+  const qk::View<const float> xv(x, qk::Dims{3, 2}, "w");
+  std::string ref_msg, simd_msg;
+  try {
+    qk::ref::quantize(xv, p, qk::View<std::int8_t>(q, qk::Dims{3, 2}));
+  } catch (const qk::Error& e) {
+    ref_msg = e.what();
+  }
+  try {
+    qks::quantize(xv, p, qk::View<std::int8_t>(q, qk::Dims{3, 2}));
+  } catch (const qk::Error& e) {
+    simd_msg = e.what();
+  }
+  CHECK(!ref_msg.empty());
+  CHECK(simd_msg == ref_msg);
+}
+
+namespace {
+// A user rounding policy: no `mode`, runs the scalar reference (documented).
+struct RoundToOdd {
+  using category = qk::category::rounding;
+  float operator()(float t) const {
+    const float f = std::floor(t);
+    if (f == t) return t;
+    return std::fmod(f, 2.0f) != 0.0f ? f : f + 1.0f;
+  }
+};
+}  // namespace
+
+TEST_CASE("simd: user-defined rounding policies use the scalar reference") {
+  static_assert(qks::detail::kernel_rounding<RoundToOdd>() == qk::RoundingMode::custom, "custom");
+  const std::vector<float> x = simd_test::quantize_inputs(333, 0.5f, 2);
+  qk::QuantParams p;
+  p.scale = {0.5f};
+  p.zero_point = {0};
+  std::vector<std::int8_t> want(333), got(333);
+  qk::ref::quantize(qk::View<const float>(x.data(), qk::Dims{333}), p,
+                    qk::View<std::int8_t>(want.data(), qk::Dims{333}), RoundToOdd{});
+  qks::quantize(qk::View<const float>(x.data(), qk::Dims{333}), p,
+                qk::View<std::int8_t>(got.data(), qk::Dims{333}), RoundToOdd{});
+  QK_CHECK_SAME(got, want, x);
+}
+
+TEST_CASE("simd: Quantizer routes quantize/dequantize/fake_quantize/quantize_packed to the kernels") {
+  using W8 = qk::Scheme<qk::Int<8>, qk::PerChannel<0>, qk::Symmetric, qk::RoundHalfAway>;
+  using A8 = qk::Scheme<qk::UInt<8>, qk::PerTensor, qk::Affine, qk::MultiplyByReciprocal>;
+  using W4 = qk::Scheme<qk::Int<4>, qk::PerGroup<1, 32>, qk::Symmetric>;
+  const qk::Dims shape{16, 96};
+  const std::vector<float> w = simd_test::reduction_inputs(16 * 96, 3, false, false);
+  const qk::View<const float> wv(w.data(), shape, "w");
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    hwy::SetSupportedTargetsForTest(k->target);
+    CAPTURE(k->name);
+    {
+      qk::Quantizer<W8> qz("w");
+      qz.observe(wv);
+      std::vector<std::int8_t> want(w.size()), got(w.size());
+      qk::ref::quantize(wv, qz.params(), qk::View<std::int8_t>(want.data(), shape), qk::RoundHalfAway{});
+      qz.quantize(wv, qk::View<std::int8_t>(got.data(), shape));
+      QK_CHECK_SAME(got, want, w);
+      std::vector<float> dwant(w.size()), dgot(w.size());
+      qk::ref::dequantize(qk::View<const std::int8_t>(want.data(), shape), qz.params(),
+                          qk::View<float>(dwant.data(), shape));
+      qz.dequantize(qk::View<const std::int8_t>(want.data(), shape), qk::View<float>(dgot.data(), shape));
+      QK_CHECK_SAME(dgot, dwant, w);
+    }
+    {
+      qk::Quantizer<A8> qa("a");
+      qa.observe(wv);
+      std::vector<float> want(w.size()), got(w.size());
+      qk::ref::fake_quantize(wv, qa.params(), qk::View<float>(want.data(), shape), qk::RoundHalfEven{},
+                             qk::ScaleApplicationKind::multiply_by_reciprocal);
+      qa.fake_quantize(wv, qk::View<float>(got.data(), shape));
+      QK_CHECK_SAME(got, want, w);
+    }
+    {
+      qk::Quantizer<W4> q4("w4");
+      q4.observe(wv);
+      std::vector<std::int8_t> values(w.size());
+      qk::ref::quantize(wv, q4.params(), qk::View<std::int8_t>(values.data(), shape));
+      std::vector<std::uint8_t> want(qk::packed_size(w.size(), 4));
+      qk::ref::pack(values.data(), values.size(), 4, want.data(), want.size());
+      const std::vector<std::uint8_t> got = q4.quantize_packed(wv);
+      QK_CHECK_SAME(got, want, want);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
