@@ -238,9 +238,9 @@ TEST_CASE("KL: the observer's resampled |x| histogram and threshold match the re
     m.kl_zero_bin_fix = c.at("zero_bin_fix").get<bool>();
     const qk::Range r = obs.ranges(int8_symmetric(), m).at(0);
     const double t = c.at("threshold").get<double>();
-    const float th = static_cast<float>(t);
-    CHECK(r.max == std::min(obs.state()[0].max(), th));
-    CHECK(r.min == std::max(obs.state()[0].min(), -th));
+    const double lo0 = std::min(0.0f, obs.state()[0].min()), hi0 = std::max(0.0f, obs.state()[0].max());
+    CHECK(r.max == static_cast<float>(std::min(hi0, t)));
+    CHECK(r.min == static_cast<float>(std::max(lo0, -t)));
     ++cases;
   }
   CHECK(cases == 9);

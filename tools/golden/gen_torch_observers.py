@@ -48,7 +48,8 @@ by deliberately plain numpy/scipy code, independent of quantkit's C++:
     "percentile": [{"dataset", "p", "side": "abs" | "two_sided", "range": [lo, hi] (float64),
                     "raw": [lo, hi] (numpy quantiles of the raw data, method "linear"),
                     "bin_width": w}]
-        abs: t = the p-quantile of |x| under the model, range [max(min, -t), min(max, t)];
+        abs: t = the p-quantile of |x| under the model, range [max(min(min, 0), -t),
+        min(max(max, 0), t)];
         two_sided: the (1-p)/2 and 1-(1-p)/2 quantiles.
     "kl_histograms": {name: base64 float64, 2048 bins over [0, max|x|]}
     "kl": [{"dataset" | "synthetic", "histogram": key of kl_histograms, "levels", "start_bin",
@@ -368,10 +369,11 @@ def make_reference(out_dir):
             t = model_quantile(folded, p)
             ax = np.abs(x)
             raw_t = float(np.quantile(ax, p))
+            lo0, hi0 = min(xmin, 0.0), max(xmax, 0.0)  # the data's hull widened to include 0
             percentile_cases.append({
                 "dataset": ds["name"], "p": p, "side": "abs",
-                "range": [max(xmin, -t), min(xmax, t)],
-                "raw": [max(xmin, -raw_t), min(xmax, raw_t)], "bin_width": w})
+                "range": [max(lo0, -t), min(hi0, t)],
+                "raw": [max(lo0, -raw_t), min(hi0, raw_t)], "bin_width": w})
             cut = (1.0 - p) / 2.0
             lo = model_quantile(pieces, cut)
             hi = model_quantile(pieces, 1.0 - cut)

@@ -27,9 +27,13 @@
 // Merging a.merge(b): with the same [min, max] the histograms add exactly. Otherwise the merged
 // range is grown from a's as if b's data came as one batch (the same _adjust_min_max), a's
 // histogram is re-binned exactly as PyTorch would, and b's — whose data is no longer there —
-// is spread over the new bins by overlap (uniform density inside each of b's bins). Bound
-// (tested): at every bin edge of the merged histogram the cumulative count differs from
-// observing a's then b's batches in sequence by at most the count within two bins of that edge.
+// is spread over the new bins by overlap (uniform density inside each of b's bins); counts are
+// conserved. Bound (default mode, tested): at every bin edge of the merged histogram, the
+// cumulative count differs from observing a's then b's batches one by one (that histogram read
+// with uniform density inside its bins) by at most the count within two merged bins of the edge
+// (observed: <= 0.8 of it). PyTorch's own re-binning rounds through float32 and is not exactly
+// count-conserving (~1e-4 relative). In torch_1_13 mode each stream drops the values outside
+// its own integer bounds, so there is no such bound.
 #pragma once
 
 #include <algorithm>

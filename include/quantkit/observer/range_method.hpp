@@ -23,8 +23,10 @@
 //                one whose fake-quantized data is most similar to the data: cosine (default),
 //                MSE or SQNR, computed on the same histogram model (Horizon's calibration
 //                type "default").
-// Every method returns a range within [min, max] widened to include 0 only later, by
-// compute_qparams. A constant tensor (min == max) gives [c, c] for every method.
+// minmax and two-sided percentiles return ranges within [min, max]; the clipping methods (abs
+// percentile, kl, mse) return their clip range limited to [min(min, 0), max(max, 0)] — the same
+// parameters once compute_qparams widens every range to include 0. A constant tensor
+// (min == max) gives [c, c] for every method.
 #pragma once
 
 #include <cstdint>

@@ -57,6 +57,15 @@ inline Density density_of(const GridHistogram& h) {
   return d;
 }
 
+// The clipping range [lo, hi] (lo <= 0 <= hi, or any bounds) limited to the data's hull widened
+// to include 0 — [min(min, 0), max(max, 0)] — always a valid range (lo <= hi).
+inline Range clip_to_data(const Density& d, double lo, double hi) {
+  const double a = std::min(static_cast<double>(d.min), 0.0), b = std::max(static_cast<double>(d.max), 0.0);
+  const auto l = static_cast<float>(std::clamp(lo, a, b));
+  const auto h = static_cast<float>(std::clamp(hi, a, b));
+  return l <= h ? Range{l, h} : Range{h, l};
+}
+
 // The density of |x| (pieces sorted by lo; those of -x and x may overlap).
 inline Density folded(const Density& d) {
   Density f;

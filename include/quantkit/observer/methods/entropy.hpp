@@ -102,8 +102,8 @@ inline Range kl_range(const Density& d, const RangeMethod& m, const QuantTarget&
   if (hist_out) *hist_out = h;
   const std::int64_t i = entropy_threshold_bin(std::move(h), kl_levels(m.kl_levels, t, d),
                                                m.kl_start_bin, m.kl_zero_bin_fix);
-  const auto th = static_cast<float>(top * static_cast<double>(i) / m.kl_bins);
-  return Range{std::max(d.min, -th), std::min(d.max, th)};
+  const double th = top * static_cast<double>(i) / m.kl_bins;
+  return clip_to_data(d, -th, th);
 }
 
 }  // namespace methods

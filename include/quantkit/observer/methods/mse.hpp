@@ -25,9 +25,7 @@ inline double range_error(const Density& d, const Range& r, const QuantTarget& t
 
 inline Range mse_range(const Density& d, const QuantTarget& t) {
   if (d.constant()) return Range{d.min, d.max};
-  auto clip = [&](double lo, double hi) {
-    return Range{std::max(d.min, static_cast<float>(lo)), std::min(d.max, static_cast<float>(hi))};
-  };
+  auto clip = [&](double lo, double hi) { return clip_to_data(d, lo, hi); };
   if (t.symmetry != SymmetryKind::affine) {
     const double top = d.amax();
     auto err_at = [&](double th) { return range_error(d, clip(-th, th), t); };

@@ -21,8 +21,8 @@ inline PercentileSide resolve_side(PercentileSide side, const QuantTarget& t) {
 inline Range percentile_range(const Density& d, double p, PercentileSide side, const QuantTarget& t) {
   if (d.constant()) return Range{d.min, d.max};
   if (resolve_side(side, t) == PercentileSide::abs) {
-    const auto th = static_cast<float>(quantile(folded(d), p));
-    return Range{std::max(d.min, -th), std::min(d.max, th)};
+    const double th = quantile(folded(d), p);
+    return clip_to_data(d, -th, th);
   }
   const double cut = (1.0 - p) / 2.0;
   auto lo = static_cast<float>(quantile(d, cut));
