@@ -1,0 +1,252 @@
+// Bad and degenerate input, for every observer kind:
+//   all-zero tensors and channels give a finite, documented scale (float32 eps with the PyTorch
+//   convention, 1.0 with the others — ncnn's tables got inf there); constant tensors; NaN/Inf
+//   rejected with the tensor's name and the element's index (and the observer left as it was)
+//   or skipped under IgnoreNonFinite; empty batches; channels that never saw a finite value;
+//   changing channel counts; each observer plugged into a Quantizer through a Scheme.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <quantkit/quantkit.hpp>
+
+namespace qk = quantkit;
+
+namespace {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kInf = std::numeric_limits<float>::infinity();
+
+qk::QuantTarget target(qk::IntRange r, qk::SymmetryKind s, qk::ConventionKind c) {
+  qk::QuantTarget t;
+  t.range = r;
+  t.symmetry = s;
+  t.convention = c;
+  return t;
+}
+
+template <class Obs>
+Obs make(const std::string& name, qk::Granularity g = qk::Granularity::per_tensor(),
+         qk::NonFiniteKind nf = qk::NonFiniteKind::reject) {
+  qk::ObserverConfig c;
+  c.name = name;
+  c.granularity = g;
+  c.nonfinite = nf;
+  return Obs(c);
+}
+
+// Runs f for every observer type.
+template <class F>
+void for_each_kind(F&& f) {
+  f(qk::MinMaxObserver());
+  f(qk::MovingAverageMinMaxObserver());
+  f(qk::HistogramObserver());
+  f(qk::StatisticsObserver());
+  f(qk::PercentileObserver());
+  f(qk::KlObserver());
+  f(qk::MseObserver());
+  f(qk::AutoObserver());
+}
+
+template <class Obs>
+std::string kind() {
+  return Obs::kind_name;
+}
+
+}  // namespace
+
+TEST_CASE("all-zero tensor and all-zero channel: finite scale for every observer and convention") {
+  std::vector<float> x(3 * 8, 0.0f);
+  for (int i = 8; i < 16; ++i) x[static_cast<std::size_t>(i)] = 0.25f * static_cast<float>(i - 11);  // channel 1 has data
+  for_each_kind([&](auto proto) {
+    using Obs = decltype(proto);
+    auto per_tensor = make<Obs>("zeros");
+    std::vector<float> zeros(24, 0.0f);
+    per_tensor.observe(qk::with_shape(zeros, {3, 8}));
+    auto per_channel = make<Obs>("mixed", qk::Granularity::per_channel(0));
+    per_channel.observe(qk::with_shape(x, {3, 8}));
+    for (auto conv : {qk::ConventionKind::pytorch, qk::ConventionKind::onnxruntime, qk::ConventionKind::onnx,
+                      qk::ConventionKind::tflite})
+      for (auto sym : {qk::SymmetryKind::affine, qk::SymmetryKind::symmetric, qk::SymmetryKind::symmetric_restricted})
+        for (qk::IntRange r : {qk::IntRange{-128, 127}, qk::IntRange{0, 255}, qk::IntRange{-8, 7}}) {
+          if (sym == qk::SymmetryKind::symmetric_restricted && r.qmin == 0) continue;
+          const auto t = target(r, sym, conv);
+          INFO(kind<Obs>(), " ", qk::to_string(conv), " ", qk::to_string(sym), " [", r.qmin, ", ", r.qmax, "]");
+          const auto rt = per_tensor.ranges(t);
+          CHECK(rt.at(0) == qk::Range{0.0f, 0.0f});
+          const auto pt = qk::compute_qparams(rt, qk::Granularity::per_tensor(), r, sym, conv, "zeros");
+          pt.validate("zeros");
+          const float documented = conv == qk::ConventionKind::pytorch ? std::numeric_limits<float>::epsilon() : 1.0f;
+          CHECK(pt.scale[0] == documented);
+          const auto rc = per_channel.ranges(t);
+          const auto pc = qk::compute_qparams(rc, qk::Granularity::per_channel(0), r, sym, conv, "mixed");
+          pc.validate("mixed");
+          CHECK(pc.scale[0] == documented);
+          CHECK(pc.scale[2] == documented);
+          CHECK(std::isfinite(pc.scale[1]));
+          CHECK(pc.scale[1] > documented * (conv == qk::ConventionKind::pytorch ? 1.0f : 0.0f));
+        }
+  });
+}
+
+TEST_CASE("constant tensor: every method gives [c, c]") {
+  std::vector<float> x(50, -2.5f);
+  const qk::RangeMethod methods[] = {qk::RangeMethod::minmax(), qk::RangeMethod::percentile_of(0.99),
+                                     qk::RangeMethod::max_percentile(0.9), qk::RangeMethod::kl(),
+                                     qk::RangeMethod::mse(), qk::RangeMethod::l2(), qk::RangeMethod::automatic()};
+  qk::StatisticsObserver s;
+  s.observe(qk::as_tensor(x));
+  s.observe(qk::as_tensor(x));
+  for (const auto& m : methods)
+    for (auto sym : {qk::SymmetryKind::affine, qk::SymmetryKind::symmetric}) {
+      INFO(m.to_string());
+      CHECK(s.ranges(target({-128, 127}, sym, qk::ConventionKind::pytorch), m).at(0) == qk::Range{-2.5f, -2.5f});
+    }
+  for_each_kind([&](auto proto) {
+    using Obs = decltype(proto);
+    auto o = make<Obs>("const");
+    o.observe(qk::as_tensor(x));
+    o.observe(qk::as_tensor(x));
+    INFO(kind<Obs>());
+    CHECK(o.ranges(target({0, 255}, qk::SymmetryKind::affine, qk::ConventionKind::pytorch)).at(0) == qk::Range{-2.5f, -2.5f});
+    const auto p = qk::compute_qparams(o.ranges(target({0, 255}, qk::SymmetryKind::affine, qk::ConventionKind::pytorch)),
+                                       qk::Granularity::per_tensor(), {0, 255}, qk::SymmetryKind::affine,
+                                       qk::ConventionKind::pytorch);
+    CHECK(p.scale[0] == doctest::Approx(2.5 / 255.0));
+    CHECK(p.zero_point[0] == 255);
+  });
+  // HistogramObserver: a constant first batch is kept (default) or dropped (torch_1_13 mode)
+  std::vector<float> y = {1.0f, 2.0f, 3.0f, 4.0f};
+  qk::HistogramObserver kept;
+  kept.observe(qk::as_tensor(x));
+  kept.observe(qk::as_tensor(y));
+  float total = 0.0f;
+  for (float c : kept.state()[0].histogram) total += c;
+  CHECK(total == 54.0f);
+  CHECK(kept.state()[0].min == -2.5f);
+  qk::HistogramObserver::Options o113;
+  o113.torch_1_13 = true;
+  qk::HistogramObserver dropped({}, o113);
+  dropped.observe(qk::as_tensor(x));
+  dropped.observe(qk::as_tensor(y));
+  CHECK(dropped.state()[0].min == 1.0f);
+}
+
+TEST_CASE("NaN/Inf: rejected naming the tensor and index, observer unchanged; or skipped") {
+  std::vector<float> good = {0.5f, -1.0f, 2.0f, 3.0f, -0.25f, 1.5f};
+  for (float bad_value : {kNaN, kInf, -kInf}) {
+    std::vector<float> bad = good;
+    bad[4] = bad_value;  // index [1, 1] in shape [2, 3]
+    for_each_kind([&](auto proto) {
+      using Obs = decltype(proto);
+      INFO(kind<Obs>(), " with ", bad_value);
+      auto o = make<Obs>("act7");
+      o.observe(qk::with_shape(good, {2, 3}));
+      const auto before = o.state();
+      CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(bad, {2, 3})), doctest::Contains("tensor 'act7': found"), qk::Error);
+      CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(bad, {2, 3})), doctest::Contains("at index [1, 1]"), qk::Error);
+      CHECK(o.state().size() == before.size());
+      auto fresh = make<Obs>("act7");
+      fresh.observe(qk::with_shape(good, {2, 3}));
+      const auto t = target({-128, 127}, qk::SymmetryKind::affine, qk::ConventionKind::pytorch);
+      CHECK(o.ranges(t) == fresh.ranges(t));
+      // per channel too
+      auto pc = make<Obs>("act8", qk::Granularity::per_channel(1));
+      CHECK_THROWS_WITH_AS(pc.observe(qk::with_shape(bad, {2, 3})), doctest::Contains("tensor 'act8': found"), qk::Error);
+      CHECK(pc.empty());
+
+      // IgnoreNonFinite: the same as never having seen the value
+      auto ig = make<Obs>("act9", qk::Granularity::per_tensor(), qk::NonFiniteKind::ignore);
+      ig.observe(qk::with_shape(bad, {2, 3}));
+      std::vector<float> filtered = good;
+      filtered.erase(filtered.begin() + 4);
+      auto ref = make<Obs>("act9");
+      ref.observe(qk::as_tensor(filtered));
+      CHECK(ig.ranges(t) == ref.ranges(t));
+    });
+  }
+}
+
+TEST_CASE("empty batches, channels without finite values, changing channel counts") {
+  for_each_kind([&](auto proto) {
+    using Obs = decltype(proto);
+    INFO(kind<Obs>());
+    auto o = make<Obs>("feat", qk::Granularity::per_channel(0));
+    std::vector<float> none;
+    CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(none, {0, 4})), doctest::Contains("tensor 'feat': empty batch (shape [0, 4])"), qk::Error);
+    CHECK_THROWS_WITH_AS(o.ranges(), doctest::Contains("tensor 'feat': no data observed"), qk::Error);
+    std::vector<float> x = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+    o.observe(qk::with_shape(x, {2, 3}));
+    CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(x, {3, 2})), doctest::Contains("has 3 channels/blocks for per-channel(axis 0); earlier batches had 2"), qk::Error);
+    auto ig = make<Obs>("feat2", qk::Granularity::per_channel(0), qk::NonFiniteKind::ignore);
+    std::vector<float> y = {1.0f, 2.0f, 3.0f, kNaN, kNaN, kInf};
+    ig.observe(qk::with_shape(y, {2, 3}));
+    CHECK_THROWS_WITH_AS(ig.ranges(), doctest::Contains("tensor 'feat2': channel/block 1 saw no finite value"), qk::Error);
+  });
+}
+
+TEST_CASE("bad options are rejected when the observer is made") {
+  qk::ObserverConfig c;
+  c.name = "t";
+  qk::MovingAverageMinMaxObserver::Options ma;
+  ma.averaging_constant = 0.0;
+  CHECK_THROWS_WITH_AS(qk::MovingAverageMinMaxObserver(c, ma), doctest::Contains("expected a value in (0, 1]"), qk::Error);
+  qk::HistogramObserver::Options h;
+  h.bins = 1;
+  CHECK_THROWS_AS(qk::HistogramObserver(c, h), qk::Error);
+  qk::PercentileObserver::Options p;
+  p.method = qk::RangeMethod::percentile_of(1.5);
+  CHECK_THROWS_WITH_AS(qk::PercentileObserver(c, p), doctest::Contains("tensor 't': percentile 1.5"), qk::Error);
+  qk::AutoObserver::Options a;
+  a.method = qk::RangeMethod::automatic(qk::SimilarityMetric::cosine, {qk::RangeMethod::automatic()});
+  CHECK_THROWS_WITH_AS(qk::AutoObserver(c, a), doctest::Contains("cannot be a candidate of another"), qk::Error);
+  qk::KlObserver::Options k;
+  k.bins = 0;
+  CHECK_THROWS_AS(qk::KlObserver(c, k), qk::Error);
+}
+
+namespace {
+inline qk::PercentileObserver::Options p99995() {
+  qk::PercentileObserver::Options o;
+  o.method = qk::RangeMethod::max_percentile(0.99995);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("every observer plugs into a Quantizer through a Scheme") {
+  std::vector<float> x(400);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i) * 0.37f) * (i % 50 == 0 ? 6.0f : 1.0f);
+  auto run = [&](auto q) {
+    q.observe(qk::with_shape(x, {4, 100}));
+    q.observe(qk::with_shape(x, {4, 100}));
+    const auto& p = q.params();
+    p.validate();
+    std::vector<std::int8_t> out(x.size());
+    q.quantize(qk::with_shape(x, {4, 100}), qk::with_shape(out, {4, 100}));
+    return p;
+  };
+  using qk::Int8;
+  using qk::Symmetric;
+  const auto p1 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::MovingAverageMinMaxObserver>>("a"));
+  const auto p2 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::HistogramObserver>>("a"));
+  const auto p3 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::PercentileObserver>>("a"));
+  const auto p4 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::KlObserver>>("a"));
+  const auto p5 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::MseObserver>>("a"));
+  const auto p6 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::AutoObserver>>("a"));
+  const auto p7 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::PerChannel<0>, qk::KlObserver>>("w"));
+  const auto p8 = run(qk::Quantizer<qk::Scheme<Int8, Symmetric, qk::Configured<qk::PercentileObserver, p99995>>>("a"));
+  CHECK(p7.size() == 4u);
+  const auto pmax = run(qk::Quantizer<qk::Scheme<Int8, Symmetric>>("a"));
+  // clipping methods clip the outliers of this data; min-max does not
+  CHECK(p3.scale[0] < pmax.scale[0]);
+  CHECK(p5.scale[0] < pmax.scale[0]);
+  CHECK(p8.scale[0] <= pmax.scale[0]);
+  CHECK(p1.scale[0] == pmax.scale[0]);  // the same batch twice: the average is the range
+  (void)p2;
+  (void)p4;
+  (void)p6;
+}
