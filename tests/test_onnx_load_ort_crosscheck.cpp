@@ -7,7 +7,8 @@
 // integer outputs bit-exact. Known ONNX Runtime limitations (it rejects SAME padding when the
 // kernel is smaller than the stride) are the only accepted differences.
 //
-// ONNX Runtime is looked up in $QUANTKIT_ORT_NODE_MODULE, then tools/bench/node_modules.
+// ONNX Runtime is looked up in $QUANTKIT_ORT_NODE_MODULE, then tools/ort/node_modules (installed
+// by tools/ort/install.sh), then tools/bench/node_modules.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -358,8 +359,10 @@ const ort = require(process.argv[2]);
 TEST_CASE("executor agrees with ONNX Runtime on random single-op models") {
   std::string module;
   if (const char* env = std::getenv("QUANTKIT_ORT_NODE_MODULE")) module = env;
-  if (module.empty())
-    module = std::string(QUANTKIT_TEST_DIR) + "/../tools/bench/node_modules/onnxruntime-node";
+  for (const char* where :
+       {"/../tools/ort/node_modules/onnxruntime-node", "/../tools/bench/node_modules/onnxruntime-node"})
+    if (module.empty() && exists(std::string(QUANTKIT_TEST_DIR) + where))
+      module = std::string(QUANTKIT_TEST_DIR) + where;
   if (!exists(module) || std::system("node --version > /dev/null 2>&1") != 0) {
     MESSAGE("ONNX Runtime for node not found (" << module << "): cross-check skipped");
     return;
