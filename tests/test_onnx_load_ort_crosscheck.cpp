@@ -357,14 +357,14 @@ const ort = require(process.argv[2]);
 }  // namespace
 
 TEST_CASE("executor agrees with ONNX Runtime on random single-op models") {
-  std::string module;
-  if (const char* env = std::getenv("QUANTKIT_ORT_NODE_MODULE")) module = env;
+  std::string ort_module;
+  if (const char* env = std::getenv("QUANTKIT_ORT_NODE_MODULE")) ort_module = env;
   for (const char* where :
        {"/../tools/ort/node_modules/onnxruntime-node", "/../tools/bench/node_modules/onnxruntime-node"})
-    if (module.empty() && exists(std::string(QUANTKIT_TEST_DIR) + where))
-      module = std::string(QUANTKIT_TEST_DIR) + where;
-  if (!exists(module) || std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("ONNX Runtime for node not found (" << module << "): cross-check skipped");
+    if (ort_module.empty() && exists(std::string(QUANTKIT_TEST_DIR) + where))
+      ort_module = std::string(QUANTKIT_TEST_DIR) + where;
+  if (!exists(ort_module) || std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("ONNX Runtime for node not found (" << ort_module << "): cross-check skipped");
     return;
   }
   char tmpl[] = "/tmp/quantkit_ort_XXXXXX";
@@ -395,7 +395,7 @@ TEST_CASE("executor agrees with ONNX Runtime on random single-op models") {
   }
   std::ofstream(dir + "/manifest.json") << man.dump();
   std::ofstream(dir + "/ort.js") << ort_script;
-  const std::string cmd = "node '" + dir + "/ort.js' '" + module + "' '" + dir + "'";
+  const std::string cmd = "node '" + dir + "/ort.js' '" + ort_module + "' '" + dir + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   const json res = json::parse(std::ifstream(dir + "/ort.json"));
   REQUIRE(res.size() == man.size());
