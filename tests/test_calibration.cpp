@@ -130,7 +130,10 @@ TEST_CASE("Profile: any method, bit width and symmetry from one set of statistic
       for (const auto& [name, data] : m.run(b)) direct.observe(name, qk::with_shape(data, Model::shape(name)));
     const auto from_profile = prof.params(w.method, w.target);
     const auto from_direct = direct.params(w.target);
-    for (const auto& [name, p] : from_direct) {
+    for (const auto& entry : from_direct) {
+      // a named copy: Clang 14 cannot capture structured bindings in INFO's lambda
+      const std::string& name = entry.first;
+      const auto& p = entry.second;
       INFO(w.method.to_string(), " ", name);
       CHECK(from_profile.at(name).scale == p.scale);
       CHECK(from_profile.at(name).zero_point == p.zero_point);

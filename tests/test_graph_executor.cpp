@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <quantkit/executor.hpp>
+#include <quantkit/ref/quantize.hpp>
 #include <quantkit/tensor/span.hpp>
 
 namespace qk = quantkit;
@@ -492,4 +493,54 @@ TEST_CASE("passes::infer_shapes: constants computed, symbolic batch kept symboli
   CHECK(g.outputs[0].dims == std::vector<std::int64_t>{-1, 48});
   CHECK(!g.outputs[1].has_shape);
   CHECK(!g.value_info.count("r"));
+}
+
+namespace {
+// A user mode: its own registry (the built-ins plus a custom op), a graph rewrite, and
+// fake-quantization of every float node output to a 0.5 grid (the shape a fake-quant mode has).
+void op_double(qk::OpContext& ctx) {
+  Tensor y = ctx.input(0, DType::float32);
+  for (std::int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] *= 2.0f;
+  ctx.set_output(0, std::move(y));
+}
+struct HalfGridMode {
+  qk::OpRegistry ops = [] {
+    qk::OpRegistry r = qk::make_builtin_registry();
+    r.add("Double", op_double, {}, {}, "com.example");
+    return r;
+  }();
+  const qk::OpRegistry& registry() const { return ops; }
+  void prepare(Graph& g) {  // Relu -> Double
+    for (auto& n : g.nodes)
+      if (n.op_type == "Relu") n.op_type = "Double", n.domain = "com.example";
+  }
+  void after_node(const Node&, std::vector<Tensor>& outputs) const {
+    qk::QuantParams p;
+    p.scale = {0.5f};
+    p.zero_point = {0};
+    p.range = {-128, 127};
+    for (auto& t : outputs)
+      if (t.dtype() == DType::float32) qk::ref::fake_quantize(t.view<float>(), p, t.view<float>());
+  }
+};
+}  // namespace
+
+TEST_CASE("Executor modes: registry, prepare and after_node hooks") {
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, false, {}, {}});
+  g.outputs.push_back({"y", DType::float32, false, {}, {}});
+  g.nodes.push_back({"Relu", "", "r", {"x"}, {"h"}, {}, ""});
+  g.nodes.push_back({"Sigmoid", "", "s", {"h"}, {"y"}, {}, ""});
+  qk::Executor<HalfGridMode> ex(g);
+  CHECK(ex.graph().nodes[0].op_type == "Double");
+  qk::RunOptions o;
+  o.keep_intermediates = true;
+  const auto out = ex.run({{"x", f32({3}, {-0.3f, 0.2f, 1.1f})}}, o);
+  check_floats(out.at("h"), {3}, {-0.5f, 0.5f, 2.0f});  // round_half_even(2x / 0.5) * 0.5
+  check_floats(out.at("y"), {3}, {0.5f, 0.5f, 1.0f});   // sigmoid, then onto the 0.5 grid
+  // The same graph in float mode does not know the custom op's domain.
+  Graph custom = g;
+  custom.nodes[0].op_type = "Double";
+  custom.nodes[0].domain = "com.example";
+  CHECK(contains(error_of([&] { qk::Executor<> f(custom); }), "unsupported op 'Double' in domain 'com.example'"));
 }

@@ -4,9 +4,18 @@
 //   auto out = run.run({{"x", x}});                       // graph outputs
 //   auto all = run.run({{"x", x}}, {{"conv1_out"}, true}); // chosen outputs + every intermediate
 //
-// Modes: FloatMode (float reference, quantized ONNX ops run exactly as their definitions say).
-// A mode supplies the op registry; later modes (fake-quant, integer-only) supply their own
-// registries and/or observe values through RunOptions::on_node.
+// A Mode is a (possibly stateful) object the executor keeps; it supplies:
+//   const OpRegistry& registry() const          required: the op implementations
+//   void prepare(graph::Graph&)                 optional: rewrite the graph once, before
+//                                               validation (e.g. insert QDQ pairs, swap in
+//                                               integer ops)
+//   void after_node(const graph::Node&, std::vector<graph::Tensor>& outputs) const
+//                                               optional: transform a node's outputs before
+//                                               anything reads them (e.g. fake-quantize
+//                                               activations where the scheme says)
+// FloatMode is the float reference: no rewriting, the built-in registry (where the quantized
+// ONNX ops run exactly as their definitions say). Fake-quant and integer-only modes plug in
+// through the same three points; RunOptions::on_node observes values (calibration).
 #pragma once
 
 #include <algorithm>
@@ -14,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <new>
+#include <type_traits>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -31,8 +41,22 @@ namespace quantkit {
 
 struct FloatMode {
   static constexpr const char* name = "float";
-  static const OpRegistry& registry() { return builtin_ops(); }
+  const OpRegistry& registry() const { return builtin_ops(); }
 };
+
+namespace detail {
+template <class M, class = void>
+struct has_prepare : std::false_type {};
+template <class M>
+struct has_prepare<M, std::void_t<decltype(std::declval<M&>().prepare(std::declval<graph::Graph&>()))>>
+    : std::true_type {};
+template <class M, class = void>
+struct has_after_node : std::false_type {};
+template <class M>
+struct has_after_node<M, std::void_t<decltype(std::declval<const M&>().after_node(
+                             std::declval<const graph::Node&>(), std::declval<std::vector<graph::Tensor>&>()))>>
+    : std::true_type {};
+}  // namespace detail
 
 // Copies any adapted tensor (Eigen, std::vector + shape, a user type, a View) into an owning
 // graph::Tensor, e.g. run.run({{"x", quantkit::to_tensor(my_tensor)}}).
@@ -58,18 +82,29 @@ class Executor {
   using Tensor = graph::Tensor;
   using TensorMap = std::map<std::string, Tensor>;
 
-  // Validates the graph (dangling inputs, duplicate outputs, cycles) and that every op has an
-  // implementation: errors name the node, the op and the file.
-  explicit Executor(graph::Graph g, const OpRegistry& registry = Mode::registry())
-      : graph_(std::move(g)), registry_(registry) {
+  // Lets the mode prepare the graph, then validates it (dangling inputs, duplicate outputs,
+  // cycles) and that every op has an implementation that understands its attributes: errors
+  // name the node, the op and the file.
+  explicit Executor(graph::Graph g, Mode mode = {}) : Executor(std::move(g), std::move(mode), nullptr) {}
+  // The same with an explicit op registry instead of the mode's (copied).
+  Executor(graph::Graph g, const OpRegistry& registry, Mode mode = {})
+      : Executor(std::move(g), std::move(mode), &registry) {}
+
+  const graph::Graph& graph() const { return graph_; }
+  const Mode& mode() const { return mode_; }
+
+ private:
+  Executor(graph::Graph g, Mode mode, const OpRegistry* registry)
+      : graph_(std::move(g)), mode_(std::move(mode)) {
+    if constexpr (detail::has_prepare<Mode>::value) mode_.prepare(graph_);
+    registry_ = registry ? *registry : mode_.registry();
     order_ = graph_.topological_order();
     functions_.resize(graph_.nodes.size());
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_.get(graph_.nodes[i]);
     producer_ = graph_.producers();
   }
 
-  const graph::Graph& graph() const { return graph_; }
-
+ public:
   TensorMap run(const TensorMap& inputs, const RunOptions& options = {}) const {
     check_inputs(inputs);
     std::vector<std::string> wanted = options.outputs;
@@ -109,6 +144,7 @@ class Executor {
         if (ctx.output(k).empty())
           node.fail("produced no value for output '", node.outputs[k], "'");
       }
+      if constexpr (detail::has_after_node<Mode>::value) mode_.after_node(node, ctx.outputs());
       if (options.on_node) options.on_node(node, in, ctx.outputs());
       for (std::size_t k = 0; k < node.outputs.size(); ++k)
         if (!node.outputs[k].empty()) values[node.outputs[k]] = std::move(ctx.output(k));
@@ -206,6 +242,7 @@ class Executor {
   }
 
   graph::Graph graph_;
+  Mode mode_;
   OpRegistry registry_;  // a copy: the executor never depends on the caller's registry's lifetime
   std::vector<std::size_t> order_;
   std::vector<OpFunction> functions_;
