@@ -4,6 +4,11 @@
 //   rejected with the tensor's name and the element's index (and the observer left as it was)
 //   or skipped under IgnoreNonFinite; empty batches; channels that never saw a finite value;
 //   changing channel counts; each observer plugged into a Quantizer through a Scheme.
+// Batches go through quantkit::simd's reductions (this program links the runtime-dispatched
+// implementation) and, in a second pass of each test, through the observers' plain loops.
+#define QUANTKIT_SIMD_IMPLEMENTATION
+#include <quantkit/simd/implementation.hpp>
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -39,9 +44,8 @@ Obs make(const std::string& name, qk::Granularity g = qk::Granularity::per_tenso
   return Obs(c);
 }
 
-// Runs f for every observer type.
 template <class F>
-void for_each_kind(F&& f) {
+void for_each_kind_once(F&& f) {
   f(qk::MinMaxObserver());
   f(qk::MovingAverageMinMaxObserver());
   f(qk::HistogramObserver());
@@ -50,6 +54,16 @@ void for_each_kind(F&& f) {
   f(qk::KlObserver());
   f(qk::MseObserver());
   f(qk::AutoObserver());
+}
+
+// Runs f for every observer type, with the SIMD reductions and with the plain loops.
+template <class F>
+void for_each_kind(F&& f) {
+  for (bool plain : {false, true}) {
+    qk::detail::kernels::plain_reductions_only() = plain;
+    for_each_kind_once(f);
+  }
+  qk::detail::kernels::plain_reductions_only() = false;
 }
 
 template <class Obs>
@@ -249,4 +263,34 @@ TEST_CASE("every observer plugs into a Quantizer through a Scheme") {
   (void)p2;
   (void)p4;
   (void)p6;
+}
+
+TEST_CASE("NaN/Inf in large batches (vector kernels): the index, and skipping, per tensor and per channel") {
+  std::vector<float> x(4 * 600);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::cos(static_cast<float>(i) * 0.01f) * static_cast<float>(1 + i % 7);
+  std::vector<float> bad = x;
+  bad[1234] = kNaN;  // index [2, 34] in [4, 600]
+  bad[2000] = -kInf;
+  for_each_kind([&](auto proto) {
+    using Obs = decltype(proto);
+    INFO(kind<Obs>(), std::string(qk::detail::kernels::plain_reductions_only() ? " plain" : " simd"));
+    auto o = make<Obs>("big");
+    CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(bad, {4, 600})), doctest::Contains("found nan at index [2, 34]"), qk::Error);
+    auto pc = make<Obs>("big", qk::Granularity::per_channel(0));
+    CHECK_THROWS_WITH_AS(pc.observe(qk::with_shape(bad, {4, 600})), doctest::Contains("found nan at index [2, 34]"), qk::Error);
+    const auto t = target({-128, 127}, qk::SymmetryKind::affine, qk::ConventionKind::pytorch);
+    for (auto g : {qk::Granularity::per_tensor(), qk::Granularity::per_channel(0), qk::Granularity::per_channel(1)}) {
+      auto ig = make<Obs>("big", g, qk::NonFiniteKind::ignore);
+      ig.observe(qk::with_shape(bad, {4, 600}));
+      std::vector<float> repaired = bad;  // the same data with the two values replaced by a finite one already present
+      repaired[1234] = x[0];
+      repaired[2000] = x[0];
+      auto ref = make<Obs>("big", g);
+      ref.observe(qk::with_shape(repaired, {4, 600}));
+      // min-max: skipping a value equals replacing it by one inside the range
+      if (g.kind == qk::GranularityKind::per_tensor && std::string(Obs::kind_name) == "minmax")
+        CHECK(ig.ranges(t) == ref.ranges(t));
+      CHECK_NOTHROW(ig.ranges(t));
+    }
+  });
 }

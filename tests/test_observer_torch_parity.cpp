@@ -6,7 +6,11 @@
 //   HistogramObserver (stock 1.13.1)                -> HistogramObserver, Options::torch_1_13
 //   HistogramObserver with float histc bounds       -> HistogramObserver (default options)
 // Min-max kinds must agree bit for bit; HistogramObserver within 1e-6 relative on the scale and
-// exactly on the zero point.
+// exactly on the zero point. Everything runs twice: with quantkit::simd's reductions (this
+// program links the runtime-dispatched implementation) and with the observers' plain loops.
+#define QUANTKIT_SIMD_IMPLEMENTATION
+#include <quantkit/simd/implementation.hpp>
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -175,6 +179,8 @@ void check_ranges(const std::vector<qk::Range>& got, const json& a, const std::s
 }  // namespace
 
 TEST_CASE("MinMaxObserver and PerChannelMinMaxObserver: bit-identical to PyTorch") {
+  for (bool plain : {false, true}) {
+  qk::detail::kernels::plain_reductions_only() = plain;
   Stats st;
   for (const auto& c : golden().at("cases")) {
     const std::string o = c.at("observer").get<std::string>();
@@ -186,11 +192,15 @@ TEST_CASE("MinMaxObserver and PerChannelMinMaxObserver: bit-identical to PyTorch
   }
   if (!stress()) CHECK(st.cases == 7 * 4 + 5 * 12);
   CHECK(st.mismatches == 0);
-  MESSAGE("min-max: ", st.cases, " cases, ", st.checks, " (scale, zp) checks, max relative scale error ",
-          st.max_rel_scale);
+  MESSAGE("min-max (", std::string(plain ? "plain loops" : qk::simd::active_kernels().name), "): ", st.cases,
+          " cases, ", st.checks, " (scale, zp) checks, max relative scale error ", st.max_rel_scale);
+  }
+  qk::detail::kernels::plain_reductions_only() = false;
 }
 
 TEST_CASE("MovingAverageMinMaxObserver (per tensor and per channel): bit-identical to PyTorch") {
+  for (bool plain : {false, true}) {
+  qk::detail::kernels::plain_reductions_only() = plain;
   Stats st;
   for (const auto& c : golden().at("cases")) {
     const std::string o = c.at("observer").get<std::string>();
@@ -206,12 +216,17 @@ TEST_CASE("MovingAverageMinMaxObserver (per tensor and per channel): bit-identic
   }
   if (!stress()) CHECK(st.cases == 7 * 4 + 5 * 12);
   CHECK(st.mismatches == 0);
-  MESSAGE("moving average: ", st.cases, " cases, ", st.checks,
-          " (scale, zp) checks, max relative scale error ", st.max_rel_scale);
+  MESSAGE("moving average (", std::string(plain ? "plain loops" : qk::simd::active_kernels().name), "): ",
+          st.cases, " cases, ", st.checks, " (scale, zp) checks, max relative scale error ",
+          st.max_rel_scale);
+  }
+  qk::detail::kernels::plain_reductions_only() = false;
 }
 
 TEST_CASE("HistogramObserver: PyTorch's L2 search and re-binning, both histc bound modes") {
+  for (bool plain : {false, true})
   for (const std::string mode : {"torch_1_13", "float"}) {
+    qk::detail::kernels::plain_reductions_only() = plain;
     Stats st;
     int hist_bins_off = 0;
     double max_hist_diff = 0.0;
@@ -239,8 +254,9 @@ TEST_CASE("HistogramObserver: PyTorch's L2 search and re-binning, both histc bou
     if (!stress()) CHECK(st.cases == 7 * 4);
     CHECK(hist_bins_off == 0);
     CHECK(st.mismatches == 0);
-    MESSAGE("histogram (histc ", mode, "): ", st.cases, " cases, ", st.checks,
+    MESSAGE("histogram (histc ", mode, ", ", std::string(plain ? "plain loops" : qk::simd::active_kernels().name), "): ", st.cases, " cases, ", st.checks,
             " (scale, zp) checks, max relative scale error ", st.max_rel_scale,
             ", max histogram count difference ", max_hist_diff);
   }
+  qk::detail::kernels::plain_reductions_only() = false;
 }

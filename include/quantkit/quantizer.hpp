@@ -17,6 +17,7 @@
 #include "quantkit/ref/pack.hpp"
 #include "quantkit/ref/quantize.hpp"
 #include "quantkit/scheme.hpp"
+#include "quantkit/simd/simd.hpp"
 #include "quantkit/tensor/span.hpp"
 #include "quantkit/tensor/tensor_traits.hpp"
 
@@ -91,7 +92,8 @@ class Quantizer {
                       std::is_same_v<std::remove_const_t<typename decltype(out)::value_type>, std::int32_t>,
                   "Quantizer::quantize: the output element type must be the format's storage_type "
                   "(or std::int32_t)");
-    ref::quantize(in, params(), out, rounding_, application);
+    // SIMD kernels for the built-in rounding policies; the scalar reference for user ones.
+    simd::quantize(in, params(), out, rounding_, application);
   }
 
   template <class In, class Out>
@@ -101,7 +103,7 @@ class Quantizer {
     auto out = checked_view(x);
     static_assert(std::is_same_v<typename decltype(out)::value_type, float>,
                   "Quantizer::dequantize: the output must be a mutable float tensor");
-    ref::dequantize(View<const Q, decltype(in)::static_rank>(in), params(), out);
+    simd::dequantize(View<const Q, decltype(in)::static_rank>(in), params(), out);
   }
 
   template <class In, class Out>
@@ -110,7 +112,7 @@ class Quantizer {
     auto out = checked_view(y);
     static_assert(std::is_same_v<typename decltype(out)::value_type, float>,
                   "Quantizer::fake_quantize: the output must be a mutable float tensor");
-    ref::fake_quantize(in, params(), out, rounding_, application);
+    simd::fake_quantize(in, params(), out, rounding_, application);
   }
 
   // 2- and 4-bit formats: values packed low bits first, in row-major order of x's shape.
@@ -120,11 +122,9 @@ class Quantizer {
                   "Quantizer::quantize_packed: only 2- and 4-bit formats pack into bytes; use "
                   "quantize() for this format");
     auto in = const_float_view(x);
-    std::vector<storage_type> values(static_cast<std::size_t>(in.size()));
-    ref::quantize(in, params(), View<storage_type>(values.data(), in.shape(), name_), rounding_,
-                  application);
-    std::vector<std::uint8_t> packed(packed_size(values.size(), format::bits));
-    ref::pack(values.data(), values.size(), format::bits, packed.data(), packed.size(), name_);
+    std::vector<std::uint8_t> packed(packed_size(static_cast<std::size_t>(in.size()), format::bits));
+    simd::quantize_packed(in, params(), format::bits, packed.data(), packed.size(), rounding_,
+                          application);
     return packed;
   }
 

@@ -6,6 +6,24 @@
 // (policies, parameters, tensor views, scalar reference, observers, quantizer).
 // Optional parts are included on their own: quantkit/tensor/eigen.hpp (needs Eigen).
 
+// ---- begin quantkit/calibration/calibration.hpp ----
+// Calibration<Observer>: one observer per named tensor — what a model's activations are
+// calibrated with. Feed batches by name, merge shards, then ask for each tensor's QuantParams.
+//
+//   qk::Calibration<qk::KlObserver> cal;                       // per-tensor by default
+//   cal.configure("conv1.weight", qk::Granularity::per_channel(0));
+//   for (auto& batch : data) { cal.observe("x", batch.x); cal.observe("conv1.out", out1); }
+//   auto all = cal.params(qk::QuantTarget{qk::IntRange::of<qk::Int8>(), qk::SymmetryKind::symmetric});
+//
+// Each tensor's observer is created on its first batch from the defaults (granularity, non-finite
+// policy, observer options) or from configure(). Errors name the tensor.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 // ---- begin quantkit/error.hpp ----
 // quantkit::Error — the one exception type the library throws.
 
@@ -41,15 +59,6 @@ inline std::string describe_tensor(const std::string& name) {
 }  // namespace detail
 }  // namespace quantkit
 // ---- end quantkit/error.hpp ----
-// ---- begin quantkit/observer/minmax.hpp ----
-// MinMaxObserver: the running minimum and maximum, per tensor, per channel or per block.
-// Merging two observers gives exactly the observer that saw both streams.
-
-#include <cmath>
-#include <cstdint>
-#include <string>
-#include <vector>
-
 // ---- begin quantkit/observer/observer.hpp ----
 // What every observer is given (ObserverConfig) and asked for (QuantTarget).
 //
@@ -794,11 +803,20 @@ struct QuantTarget {
 
 }  // namespace quantkit
 // ---- end quantkit/observer/observer.hpp ----
-// ---- begin quantkit/param_layout.hpp ----
-// ParamLayout: which (scale, zero point) each element of a tensor uses, for a granularity.
+// ---- begin quantkit/tensor/tensor_traits.hpp ----
+// tensor_traits: the one customization point through which quantkit reads and writes users'
+// tensors. Specialize it for your type (see examples/custom_tensor.cpp):
+//
+//   template <> struct quantkit::tensor_traits<MyTensor> {
+//     using value_type = float;                       // const float for read-only types
+//     static constexpr int rank = 2;                  // or quantkit::dynamic_rank
+//     static value_type* data(MyTensor& t);           // may take const MyTensor& instead
+//     static quantkit::Dims shape(const MyTensor& t);
+//     static quantkit::Dims strides(const MyTensor& t);  // in elements; optional: row-major
+//   };
 
-#include <cstdint>
-#include <string>
+#include <type_traits>
+#include <utility>
 
 // ---- begin quantkit/tensor/view.hpp ----
 // View: a non-owning strided view of a tensor — pointer, extents, element strides, a name.
@@ -967,153 +985,280 @@ void for_each_index(const View<T, R>& v, F&& f) {
 
 namespace quantkit {
 
-class ParamLayout {
- public:
-  // Validates the granularity against the shape (axis within rank, block size > 0).
-  ParamLayout(const Dims& shape, Granularity g, const std::string& tensor_name = {})
-      : shape_(shape), granularity_(g) {
-    if (g.kind == GranularityKind::per_tensor) {
-      count_ = 1;
-      return;
-    }
-    const int rank = shape.rank;
-    if (g.axis < -rank || g.axis >= rank)
-      detail::fail(detail::describe_tensor(tensor_name), ": ", g.to_string(), " on shape ",
-                   shape.to_string(), "; expected an axis in [", -rank, ", ", rank, ")");
-    axis_ = g.axis < 0 ? g.axis + rank : g.axis;
-    if (g.kind == GranularityKind::per_channel) {
-      block_ = 1;
-      count_ = shape[axis_];
-      return;
-    }
-    if (g.block_size <= 0)
-      detail::fail(detail::describe_tensor(tensor_name), ": per-group block size ", g.block_size,
-                   "; expected a positive block size");
-    block_ = g.block_size;
-    // Blocks in row-major order of the shape with the axis divided into blocks.
-    Dims pshape = shape;
-    pshape[axis_] = (shape[axis_] + block_ - 1) / block_;
-    pstrides_ = contiguous_strides(pshape);
-    count_ = pshape.product();
-  }
+template <class T, class Enable = void>
+struct tensor_traits;  // undefined: a type without a specialization is not a tensor
 
-  std::int64_t count() const { return count_; }
-  GranularityKind kind() const { return granularity_.kind; }
-  int axis() const { return axis_; }  // normalized (>= 0); 0 for per-tensor
-  std::int64_t block_size() const { return block_; }
-  const Dims& shape() const { return shape_; }
-
-  std::int64_t index(const Dims& idx) const {
-    switch (granularity_.kind) {
-      case GranularityKind::per_tensor: return 0;
-      case GranularityKind::per_channel: return idx[axis_];
-      case GranularityKind::per_group: {
-        std::int64_t p = 0;
-        for (int d = 0; d < idx.rank; ++d)
-          p += (d == axis_ ? idx[d] / block_ : idx[d]) * pstrides_[d];
-        return p;
-      }
-    }
-    return 0;
-  }
-
-  // Fails unless `n` parameters were given for this layout.
-  void expect_count(std::int64_t n, const std::string& tensor_name) const {
-    if (n != count_)
-      detail::fail(detail::describe_tensor(tensor_name), ": ", granularity_.to_string(),
-                   " on shape ", shape_.to_string(), " needs ", count_,
-                   " scales/zero points; found ", n);
-  }
-
- private:
-  Dims shape_;
-  Granularity granularity_;
-  int axis_ = 0;
-  std::int64_t block_ = 1;
-  std::int64_t count_ = 1;
-  Dims pstrides_;
+template <class T, int R>
+struct tensor_traits<View<T, R>> {
+  using value_type = T;
+  static constexpr int rank = R;
+  static T* data(const View<T, R>& v) { return v.data(); }
+  static Dims shape(const View<T, R>& v) { return v.shape(); }
+  static Dims strides(const View<T, R>& v) { return v.strides(); }
+  static std::string name(const View<T, R>& v) { return v.name(); }
 };
 
+namespace detail {
+template <class T, class = void>
+struct has_traits : std::false_type {};
+template <class T>
+struct has_traits<T, std::void_t<typename tensor_traits<T>::value_type,
+                                 decltype(tensor_traits<T>::rank),
+                                 decltype(tensor_traits<T>::data(std::declval<T&>())),
+                                 decltype(tensor_traits<T>::shape(std::declval<const T&>()))>>
+    : std::true_type {};
+
+template <class Tr, class T, class = void>
+struct has_strides : std::false_type {};
+template <class Tr, class T>
+struct has_strides<Tr, T, std::void_t<decltype(Tr::strides(std::declval<const T&>()))>>
+    : std::true_type {};
+
+template <class Tr, class T, class = void>
+struct has_name : std::false_type {};
+template <class Tr, class T>
+struct has_name<Tr, T, std::void_t<decltype(Tr::name(std::declval<const T&>()))>>
+    : std::true_type {};
+}  // namespace detail
+
+template <class T>
+inline constexpr bool is_tensor_v = detail::has_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value;
+
+#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
+template <class T>
+concept Tensor = is_tensor_v<T>;
+#endif
+
+template <class T>
+using tensor_value_t = typename tensor_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value_type;
+
+// Any adapted tensor -> View. A const tensor gives a view of const elements.
+template <class T>
+auto make_view(T&& t) {
+  using Bare = std::remove_cv_t<std::remove_reference_t<T>>;
+  static_assert(is_tensor_v<Bare>,
+                "quantkit: this type is not an adapted tensor; specialize quantkit::tensor_traits "
+                "for it (see tensor/tensor_traits.hpp) or wrap it with quantkit::with_shape()");
+  using Tr = tensor_traits<Bare>;
+  using Elem = std::remove_pointer_t<decltype(Tr::data(t))>;
+  using V = std::conditional_t<std::is_const_v<std::remove_reference_t<T>>, const Elem, Elem>;
+  Dims shape = Tr::shape(t);
+  Dims strides;
+  if constexpr (detail::has_strides<Tr, Bare>::value)
+    strides = Tr::strides(t);
+  else
+    strides = contiguous_strides(shape);
+  std::string name;
+  if constexpr (detail::has_name<Tr, Bare>::value) name = Tr::name(t);
+  return View<V, Tr::rank>(Tr::data(t), shape, strides, std::move(name));
+}
+
 }  // namespace quantkit
-// ---- end quantkit/param_layout.hpp ----
+// ---- end quantkit/tensor/tensor_traits.hpp ----
 
 namespace quantkit {
 
-class MinMaxObserver {
+template <class Observer>
+class Calibration {
  public:
-  using category = quantkit::category::observer;
+  using observer_type = Observer;
+  using Options = typename Observer::Options;
 
-  explicit MinMaxObserver(ObserverConfig config = {}) : config_(std::move(config)) {}
+  // `defaults.name` is ignored: each observer is named after its tensor.
+  explicit Calibration(ObserverConfig defaults = {}, Options options = {})
+      : defaults_(std::move(defaults)), options_(std::move(options)) {}
 
-  const ObserverConfig& config() const { return config_; }
-  bool empty() const { return ranges_.empty(); }
-  void reset() { ranges_.clear(); }
+  const ObserverConfig& defaults() const { return defaults_; }
+  const Options& options() const { return options_; }
 
-  template <class T, int R>
-  void observe(const View<const T, R>& v) {
-    const std::string& name = v.name().empty() ? config_.name : v.name();
-    if (v.size() == 0)
-      detail::fail(detail::describe_tensor(name), ": empty batch (shape ", v.shape().to_string(),
-                   "); expected at least one element");
-    const ParamLayout layout(v.shape(), config_.granularity, name);
-    if (ranges_.empty()) {
-      ranges_.assign(static_cast<std::size_t>(layout.count()), Range{});
-    } else if (static_cast<std::int64_t>(ranges_.size()) != layout.count()) {
-      detail::fail(detail::describe_tensor(name), ": batch of shape ", v.shape().to_string(),
-                   " has ", layout.count(), " channels/blocks for ", config_.granularity.to_string(),
-                   "; earlier batches had ", ranges_.size());
+  // Granularity / non-finite policy (and options) for one tensor, before its first batch.
+  void configure(const std::string& name, Granularity granularity) {
+    ObserverConfig c = defaults_;
+    c.granularity = granularity;
+    configure(name, std::move(c), options_);
+  }
+  void configure(const std::string& name, ObserverConfig config, Options options) {
+    if (observers_.count(name))
+      detail::fail(detail::describe_tensor(name), ": already configured or observed; configure() "
+                   "must come before the tensor's first batch");
+    config.name = name;
+    observers_.emplace(name, Observer(std::move(config), std::move(options)));
+  }
+
+  // One batch of tensor `name` (any adapted tensor: View, with_shape(...), Eigen, ...).
+  template <class T>
+  void observe(const std::string& name, const T& batch) {
+    auto v = make_view(batch);
+    using Elem = std::remove_const_t<typename decltype(v)::value_type>;
+    if (v.name().empty()) v.named(name);
+    get_or_create(name).observe(View<const Elem, decltype(v)::static_rank>(v));
+  }
+
+  // Adds another shard's observers (same observer kind and options per tensor; tensors only in
+  // `other` are copied).
+  void merge(const Calibration& other) {
+    for (const auto& [name, obs] : other.observers_) {
+      auto it = observers_.find(name);
+      if (it == observers_.end())
+        observers_.emplace(name, obs);
+      else
+        it->second.merge(obs);
     }
-    const bool reject = config_.nonfinite == NonFiniteKind::reject;
-    for_each_index(v, [&](std::int64_t off, const Dims& idx) {
-      const float x = static_cast<float>(v.data()[off]);
-      if (!std::isfinite(x)) {
-        if (reject)
-          detail::fail(detail::describe_tensor(name), ": found ", x, " at index ", idx.to_string(),
-                       "; expected finite values (IgnoreNonFinite skips them)");
-        return;
-      }
-      ranges_[static_cast<std::size_t>(layout.index(idx))].include(x);
-    });
   }
 
-  void merge(const MinMaxObserver& other) {
-    if (other.config_.granularity != config_.granularity)
-      detail::fail(detail::describe_tensor(config_.name), ": cannot merge a ",
-                   other.config_.granularity.to_string(), " observer into a ",
-                   config_.granularity.to_string(), " one; expected the same granularity");
-    if (other.empty()) return;
-    if (empty()) {
-      ranges_ = other.ranges_;
-      return;
-    }
-    if (other.ranges_.size() != ranges_.size())
-      detail::fail(detail::describe_tensor(config_.name), ": cannot merge an observer of ",
-                   other.ranges_.size(), " channels into one of ", ranges_.size());
-    for (std::size_t i = 0; i < ranges_.size(); ++i) ranges_[i].include(other.ranges_[i]);
+  bool contains(const std::string& name) const { return observers_.count(name) != 0; }
+  std::size_t size() const { return observers_.size(); }
+  std::vector<std::string> names() const {
+    std::vector<std::string> n;
+    for (const auto& kv : observers_) n.push_back(kv.first);
+    return n;
+  }
+  const Observer& observer(const std::string& name) const {
+    auto it = observers_.find(name);
+    if (it == observers_.end()) fail_unknown(name);
+    return it->second;
+  }
+  Observer& observer(const std::string& name) {
+    auto it = observers_.find(name);
+    if (it == observers_.end()) fail_unknown(name);
+    return it->second;
+  }
+  // Adds an observer restored elsewhere (e.g. from JSON); merges if the tensor exists.
+  void insert(const std::string& name, Observer obs) {
+    auto it = observers_.find(name);
+    if (it == observers_.end())
+      observers_.emplace(name, std::move(obs));
+    else
+      it->second.merge(obs);
   }
 
-  // The observed ranges; channels that saw no finite value are an error naming them.
-  std::vector<Range> ranges(const QuantTarget& = {}) const {
-    if (ranges_.empty())
-      detail::fail(detail::describe_tensor(config_.name),
-                   ": no data observed; expected observe() before computing parameters");
-    for (std::size_t i = 0; i < ranges_.size(); ++i)
-      if (ranges_[i].empty())
-        detail::fail(detail::describe_tensor(config_.name), ": channel/block ", i,
-                     " saw no finite value; expected at least one");
-    return ranges_;
+  std::vector<Range> ranges(const std::string& name, const QuantTarget& target) const {
+    return observer(name).ranges(target);
+  }
+  QuantParams params(const std::string& name, const QuantTarget& target) const {
+    const Observer& o = observer(name);
+    return compute_qparams(o.ranges(target), o.config().granularity, target.range, target.symmetry,
+                           target.convention, name);
+  }
+  std::map<std::string, QuantParams> params(const QuantTarget& target) const {
+    std::map<std::string, QuantParams> out;
+    for (const auto& kv : observers_) out.emplace(kv.first, params(kv.first, target));
+    return out;
   }
 
-  // Raw state, for serialization and tests.
-  const std::vector<Range>& state() const { return ranges_; }
+  const std::map<std::string, Observer>& observers() const { return observers_; }
 
  private:
-  ObserverConfig config_;
-  std::vector<Range> ranges_;
+  [[noreturn]] void fail_unknown(const std::string& name) const {
+    detail::fail(detail::describe_tensor(name), ": not calibrated (", observers_.size(),
+                 " tensors observed); expected a tensor that observe() saw");
+  }
+  Observer& get_or_create(const std::string& name) {
+    auto it = observers_.find(name);
+    if (it != observers_.end()) return it->second;
+    ObserverConfig c = defaults_;
+    c.name = name;
+    return observers_.emplace(name, Observer(std::move(c), options_)).first->second;
+  }
+
+  ObserverConfig defaults_;
+  Options options_;
+  std::map<std::string, Observer> observers_;
 };
 
 }  // namespace quantkit
-// ---- end quantkit/observer/minmax.hpp ----
+// ---- end quantkit/calibration/calibration.hpp ----
+// ---- begin quantkit/calibration/profile.hpp ----
+// Profile: the raw calibration statistics of a model — per tensor, per slot, the exact range,
+// count and a mergeable grid histogram (StatisticsObserver) — tagged with a hash of the graph
+// they came from. Parameters for any observer method, bit width, symmetry or convention are
+// derived from it without running the model again (Glow's profiles, with the schema kept out
+// of the profile). Saved and loaded with quantkit/calibration/json.hpp; loading it for another
+// graph is an error.
+//
+//   qk::Profile prof(qk::GraphHash().add("model.onnx bytes or node list").hex());
+//   for (...) prof.observe("relu1", activations);
+//   auto p8  = prof.params("relu1", qk::RangeMethod::kl(), int8_symmetric);
+//   auto p4  = prof.params("relu1", qk::RangeMethod::mse(), int4_affine);
+//
+// Methods that depend on batch order or on PyTorch's own binning (moving average, the
+// HistogramObserver) cannot be derived from a profile; "l2" runs PyTorch's search on the
+// profile's histogram instead.
+
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin quantkit/observer/distribution.hpp ----
+// DistributionObserver<Tag>: per slot (tensor, channel or block) a GridHistogram plus the
+// exact min, max and count — the streaming, exactly mergeable statistics behind the percentile,
+// KL, MSE and auto observers and behind calibration profiles. Which range ranges() returns is
+// the Options' RangeMethod (see range_method.hpp); any other method can be asked for with
+// ranges(target, method), and explain() tells what was chosen and why.
+//
+// Memory: `bins` 64-bit counts per slot (32 KiB for the default 4096), whatever was observed.
+// Merge: exact — a.merge(b) equals the observer that saw a's and b's batches (any order).
+// Degenerate input: a constant slot gives [c, c] with every method (all zeros: [0, 0], which
+// compute_qparams turns into a finite scale: float32 eps with the PyTorch convention, 1 with
+// the others); NaN/Inf reject with the index or, with IgnoreNonFinite, are skipped; a slot
+// that saw no finite value makes ranges() fail naming it.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin quantkit/observer/detail/batch.hpp ----
+// Walking one batch by parameter slot (tensor, channel or block) and the first pass every
+// observer makes over it: per-slot ranges, with NaN/Inf rejected (naming the index) or
+// skipped. Not part of the public API.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// ---- begin quantkit/observer/detail/kernels.hpp ----
+// Reduction and histogram loops the observers run over runs of a batch. Plain C++ written so
+// the compiler vectorizes the hot parts (blocks of independent lanes, no early exits); each
+// function is a swap point for a SIMD kernel from quantkit/simd/ with the same contract.
+// Not part of the public API.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+// ---- begin quantkit/simd/simd.hpp ----
+// quantkit SIMD kernels (Google Highway): the umbrella header. Header-only (static dispatch
+// for this translation unit's target) unless quantkit/simd/implementation.hpp is compiled
+// into the program (runtime dispatch, -lhwy). See quantkit/simd/dispatch.hpp for the modes and
+// quantkit/simd/api.hpp for the functions.
+
+// ---- begin quantkit/simd/abi.hpp ----
+// The target-independent interface between quantkit's front end (quantkit/simd/api.hpp) and
+// the per-target Highway kernels (quantkit/simd/*-inl.h): plain structs and one table of
+// function pointers per compiled target. Nothing here depends on Highway.
+//
+// An element-wise operation is described by a Plan: the tensor's (collapsed) shape, element
+// strides of input and output, and how the parameter index of an element is computed. Rows
+// are the innermost dimension; along a row the parameters are either constant, constant in
+// blocks of `inner_block` elements, or vary with every element (per_element: params[base + j]).
+// The kernels walk the rows in row-major order, so per-element state such as the stochastic
+// rounding draws stays in the reference's element order.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
 // ---- begin quantkit/policy/requantization.hpp ----
 // Requantization scale schemes: how an int32 accumulator is rescaled by a real multiplier
 // m = s_in * s_w / s_out on the way to the output format. One policy per scheme, each
@@ -1402,18 +1547,303 @@ struct DoubleShift {
 
 }  // namespace quantkit
 // ---- end quantkit/policy/requantization.hpp ----
-// ---- begin quantkit/quantizer.hpp ----
-// Quantizer<Scheme>: observe tensors, derive parameters, quantize / dequantize /
-// fake-quantize any adapted tensor. Every operation equals the scalar reference (ref::) bit
-// for bit; SIMD kernels plug in behind the same calls.
 
+namespace quantkit {
+namespace simd {
+
+enum class ElemType : std::uint8_t { i8, u8, i16, u16, i32, f32 };
+
+template <class T>
+struct elem_type_of;
+template <>
+struct elem_type_of<std::int8_t> {
+  static constexpr ElemType value = ElemType::i8;
+};
+template <>
+struct elem_type_of<std::uint8_t> {
+  static constexpr ElemType value = ElemType::u8;
+};
+template <>
+struct elem_type_of<std::int16_t> {
+  static constexpr ElemType value = ElemType::i16;
+};
+template <>
+struct elem_type_of<std::uint16_t> {
+  static constexpr ElemType value = ElemType::u16;
+};
+template <>
+struct elem_type_of<std::int32_t> {
+  static constexpr ElemType value = ElemType::i32;
+};
+template <>
+struct elem_type_of<float> {
+  static constexpr ElemType value = ElemType::f32;
+};
+
+// How the parameter index changes along a row (the innermost plan dimension).
+enum class InnerParams : std::uint8_t { constant, blocks, per_element };
+
+struct Plan {
+  int rank = 1;  // >= 1; the last dimension is the row
+  std::int64_t shape[max_rank] = {};
+  std::int64_t in_stride[max_rank] = {};   // elements
+  std::int64_t out_stride[max_rank] = {};  // elements (unused by reductions)
+  // Parameter index of a row: sum over d < rank-1 of (idx[d] / param_div[d]) * param_stride[d].
+  std::int64_t param_stride[max_rank] = {};
+  std::int64_t param_div[max_rank] = {};
+  // Along the row: constant (base), blocks (base + j / inner_block) or per_element (base + j).
+  InnerParams inner = InnerParams::constant;
+  std::int64_t inner_block = 1;
+
+  std::int64_t size() const {
+    std::int64_t n = 1;
+    for (int d = 0; d < rank; ++d) n *= shape[d];
+    return n;
+  }
+};
+
+// Source of the uniforms stochastic rounding uses: fill(ctx, x, n, u) writes one uniform per
+// element of x[0..n) in order, drawing nothing for NaN elements (the reference maps NaN to the
+// zero point before rounding), exactly as RoundStochastic::next_uniform would.
+struct UniformSource {
+  void* context = nullptr;
+  void (*fill)(void* context, const float* x, std::size_t n, float* u) = nullptr;
+};
+
+// quantize (out_type integer) or fake-quantize (out_type f32). Per parameter index p:
+//   factor[p] = scale or 1/scale (see application), zero[p] = float(zero point), scale[p].
+// Kernels require qmin <= zero <= qmax, |qmin|, |qmax| <= 2^24 and the range to fit out_type.
+struct QuantizeArgs {
+  Plan plan;
+  const float* x = nullptr;
+  void* out = nullptr;
+  ElemType out_type = ElemType::i8;
+  RoundingMode rounding = RoundingMode::half_even;  // never custom
+  ScaleApplicationKind application = ScaleApplicationKind::divide;
+  const float* factor = nullptr;
+  const float* zero = nullptr;
+  const float* scale = nullptr;  // fake-quantize only
+  float qmin = -128.0f;
+  float qmax = 127.0f;
+  UniformSource uniforms;  // stochastic only
+};
+
+// x = float(q - zero[p]) * scale[p]
+struct DequantizeArgs {
+  Plan plan;
+  const void* q = nullptr;
+  ElemType in_type = ElemType::i8;
+  float* out = nullptr;
+  const float* scale = nullptr;
+  const std::int32_t* zero = nullptr;
+};
+
+// Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):
+//   float_multiplier  kf = multiplier
+//   power_of_two      k0 = shift, k1 = 2^shift - 1, k2 = shift ? 2^(shift-1) : 1
+//   fixed_point       k0 = q, k1 = left, k2 = right, k3 = 2^right - 1, k4 = k3 >> 1,
+//                     k5 = INT32_MIN >> left, k6 = INT32_MAX >> left
+//   fixed_point_single k0 = q, k1 = 30 - shift (the first of two right shifts)
+//   single_shift      k0 = min(shift, 31)
+//   double_shift      k0 = shift1, k1 = shift2, k2 = 2^(shift2 - 1)
+// bias[p] is added (saturating) first; out = clamp(apply + zero_point, lo, hi).
+struct RequantizeArgs {
+  Plan plan;
+  const std::int32_t* acc = nullptr;
+  void* out = nullptr;
+  ElemType out_type = ElemType::i8;
+  RequantScheme scheme = RequantScheme::fixed_point;
+  RoundingMode rounding = RoundingMode::half_even;  // float_multiplier, power_of_two
+  const std::int32_t* k[7] = {};
+  const float* kf = nullptr;
+  const std::int32_t* bias = nullptr;
+  std::int32_t zero_point = 0;
+  std::int32_t lo = -128;
+  std::int32_t hi = 127;
+};
+
+// Min and max of the finite values (std::min/std::max order: the first of equal values wins,
+// which only matters for -0.0 vs +0.0); +inf/-inf when there is none.
+struct MinMaxResult {
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  std::size_t finite = 0;
+  std::size_t nonfinite = 0;
+};
+
+struct AbsMaxResult {
+  float absmax = 0.0f;  // max |x| over the finite values; 0 when there is none
+  std::size_t finite = 0;
+  std::size_t nonfinite = 0;
+};
+
+// Per-parameter (channel/block) min/max: min[p], max[p] are updated in place as
+// Range::include does, element by element in row-major order; non-finite values are skipped
+// and counted.
+struct MinMaxParamsArgs {
+  Plan plan;  // in_stride only
+  const float* x = nullptr;
+  float* min = nullptr;
+  float* max = nullptr;
+};
+
+// Histogram of x (or |x| when absolute) over [lo, hi] in `bins` equal bins:
+//   bin = min(bins - 1, int(((v - lo) * float(bins)) / (hi - lo)))   for lo <= v <= hi
+// (torch.histc's formula); values below lo / above hi / NaN are not binned but counted.
+// counts[0..bins) are incremented (accumulation). Requires lo < hi, both finite.
+struct HistogramArgs {
+  const float* x = nullptr;
+  std::size_t n = 0;
+  float lo = 0.0f;
+  float hi = 1.0f;
+  std::size_t bins = 0;
+  bool absolute = false;
+  std::uint64_t* counts = nullptr;
+};
+
+struct HistogramResult {
+  std::size_t below = 0;
+  std::size_t above = 0;
+  std::size_t nan = 0;
+};
+
+// One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
+struct Kernels {
+  std::int64_t target = 0;
+  const char* name = "";
+  void (*quantize)(const QuantizeArgs&) = nullptr;
+  void (*dequantize)(const DequantizeArgs&) = nullptr;
+  void (*requantize)(const RequantizeArgs&) = nullptr;
+  // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
+  void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
+  void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
+                 std::uint8_t* values) = nullptr;
+  MinMaxResult (*minmax)(const float* x, std::size_t n) = nullptr;
+  AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
+  std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
+  HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+};
+
+}  // namespace simd
+}  // namespace quantkit
+// ---- end quantkit/simd/abi.hpp ----
+// ---- begin quantkit/simd/api.hpp ----
+// quantkit::simd — the SIMD kernels behind the reference's interface.
+//
+// View API (same arguments as quantkit::ref, bit-identical results; an optional last argument
+// picks the kernels, e.g. *kernels_for(HWY_AVX2), default active_kernels()):
+//   quantize(x, params, q, rounding, application)       f32 -> int8/uint8/int16/uint16/int32
+//   fake_quantize(x, params, y, rounding, application)  f32 -> f32
+//   dequantize(q, params, x)                            int -> f32
+//   quantize_packed(x, params, bits, out, out_size, rounding, application)  2/4-bit packed
+//   dequantize_packed(packed, bits, is_signed, params, x)
+//   requantize(acc, requant_params, out, layer)         int32 -> int8/uint8/int16/uint16/int32
+// Raw-pointer API (contiguous buffers, per tensor or per row/column):
+//   quantize(x, n, scale, zero_point, [options,] out)
+//   quantize_per_channel(x, rows, cols, axis, scales, zero_points, [options,] out)
+//   fake_quantize(x, n, scale, zero_point, [options,] y), dequantize(q, n, scale, zero_point, x)
+//   requantize(acc, n, requant_params, out)
+// Reductions for observers: minmax, absmax, minmax_per_param (per channel / per block),
+// histogram.
+// The kernels: by default the runtime-dispatched ones (when quantkit/simd/implementation.hpp
+// is linked in) or this translation unit's static target; a last argument picks one target's,
+// as a pointer or a reference: kernels_for(HWY_AVX2), *available_kernels()[i].
+//
+// Every built-in rounding policy (RoundHalfEven, RoundHalfAway, RoundHalfUp, RoundFloor,
+// RoundTowardZero, RoundStochastic<G>) runs in SIMD on every target; stochastic rounding
+// draws its uniforms in element order into a buffer (exactly RoundStochastic::next_uniform,
+// none for NaN elements), then rounds with vector ops. User-defined rounding policies
+// (RoundingMode::custom) run the scalar reference. So do the few parameter sets the kernels
+// do not cover, all outside what quantkit's own schemes produce: a quantization range wider
+// than the output type (the reference wraps) or beyond +-2^24 (int32 outputs), requantization
+// constants outside the schemes' domains (shifts beyond 31), and non-float/non-integer types.
+
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <optional>
+#include <limits>
 #include <string>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
+// ---- begin quantkit/param_layout.hpp ----
+// ParamLayout: which (scale, zero point) each element of a tensor uses, for a granularity.
+
+#include <cstdint>
+#include <string>
+
+
+namespace quantkit {
+
+class ParamLayout {
+ public:
+  // Validates the granularity against the shape (axis within rank, block size > 0).
+  ParamLayout(const Dims& shape, Granularity g, const std::string& tensor_name = {})
+      : shape_(shape), granularity_(g) {
+    if (g.kind == GranularityKind::per_tensor) {
+      count_ = 1;
+      return;
+    }
+    const int rank = shape.rank;
+    if (g.axis < -rank || g.axis >= rank)
+      detail::fail(detail::describe_tensor(tensor_name), ": ", g.to_string(), " on shape ",
+                   shape.to_string(), "; expected an axis in [", -rank, ", ", rank, ")");
+    axis_ = g.axis < 0 ? g.axis + rank : g.axis;
+    if (g.kind == GranularityKind::per_channel) {
+      block_ = 1;
+      count_ = shape[axis_];
+      return;
+    }
+    if (g.block_size <= 0)
+      detail::fail(detail::describe_tensor(tensor_name), ": per-group block size ", g.block_size,
+                   "; expected a positive block size");
+    block_ = g.block_size;
+    // Blocks in row-major order of the shape with the axis divided into blocks.
+    Dims pshape = shape;
+    pshape[axis_] = (shape[axis_] + block_ - 1) / block_;
+    pstrides_ = contiguous_strides(pshape);
+    count_ = pshape.product();
+  }
+
+  std::int64_t count() const { return count_; }
+  GranularityKind kind() const { return granularity_.kind; }
+  int axis() const { return axis_; }  // normalized (>= 0); 0 for per-tensor
+  std::int64_t block_size() const { return block_; }
+  const Dims& shape() const { return shape_; }
+
+  std::int64_t index(const Dims& idx) const {
+    switch (granularity_.kind) {
+      case GranularityKind::per_tensor: return 0;
+      case GranularityKind::per_channel: return idx[axis_];
+      case GranularityKind::per_group: {
+        std::int64_t p = 0;
+        for (int d = 0; d < idx.rank; ++d)
+          p += (d == axis_ ? idx[d] / block_ : idx[d]) * pstrides_[d];
+        return p;
+      }
+    }
+    return 0;
+  }
+
+  // Fails unless `n` parameters were given for this layout.
+  void expect_count(std::int64_t n, const std::string& tensor_name) const {
+    if (n != count_)
+      detail::fail(detail::describe_tensor(tensor_name), ": ", granularity_.to_string(),
+                   " on shape ", shape_.to_string(), " needs ", count_,
+                   " scales/zero points; found ", n);
+  }
+
+ private:
+  Dims shape_;
+  Granularity granularity_;
+  int axis_ = 0;
+  std::int64_t block_ = 1;
+  std::int64_t count_ = 1;
+  Dims pstrides_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/param_layout.hpp ----
 // ---- begin quantkit/ref/pack.hpp ----
 // Packing 2- and 4-bit values into bytes: element i goes to byte i / (8 / bits), at bit
 // (i % (8 / bits)) * bits — low bits first, as ONNX stores INT4/UINT4 (and INT2/UINT2).
@@ -1588,6 +2018,4919 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
 }  // namespace ref
 }  // namespace quantkit
 // ---- end quantkit/ref/quantize.hpp ----
+// ---- begin quantkit/ref/requantize.hpp ----
+// Scalar reference requantization: int32 accumulators (+ optional int32 bias) rescaled by a
+// scale scheme, offset by the output zero point, clamped to the output range (which is also
+// how a fused ReLU/ReLU6/clip is expressed).
+//   out = clamp(Scheme::apply(sat32(acc + bias[c]), k[c]) + zp, clamp_min, clamp_max)
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+
+namespace quantkit {
+
+template <class Scheme>
+struct RequantParams {
+  using constants_type = typename Scheme::Constants;
+  std::vector<constants_type> constants;  // 1 (per tensor) or one per channel
+  std::vector<std::int32_t> bias;         // empty, or one per channel
+  std::int32_t output_zero_point = 0;
+  std::int32_t clamp_min = -128;
+  std::int32_t clamp_max = 127;
+  int channel_axis = -1;                  // axis of the accumulator the channels run along
+
+  // From real multipliers (s_in * s_w[c] / s_out); throws naming `layer` when one cannot be
+  // expressed by the scheme. The clamp defaults to the output format's range.
+  static RequantParams make(const std::vector<double>& multipliers, IntRange out_range,
+                            std::int32_t output_zero_point, const std::string& layer = {}) {
+    if (multipliers.empty()) quantkit::detail::fail("layer '", layer, "': no requantization multipliers");
+    RequantParams p;
+    p.constants.reserve(multipliers.size());
+    for (double m : multipliers) p.constants.push_back(Scheme::make(m, layer));
+    p.output_zero_point = output_zero_point;
+    p.clamp_min = out_range.qmin;
+    p.clamp_max = out_range.qmax;
+    return p;
+  }
+};
+
+namespace ref {
+
+template <class Scheme>
+inline std::int32_t requantize_value(std::int32_t acc, std::int32_t bias,
+                                     const typename Scheme::Constants& k, std::int32_t zp,
+                                     std::int32_t lo, std::int32_t hi) {
+  const std::int32_t v = saturate_to_int32(std::int64_t{acc} + bias);
+  const std::int64_t r = std::int64_t{Scheme::apply(v, k)} + zp;
+  return static_cast<std::int32_t>(std::min<std::int64_t>(std::max<std::int64_t>(r, lo), hi));
+}
+
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
+                const View<Out, RO>& out, const std::string& layer = {}) {
+  static_assert(std::is_same_v<std::remove_const_t<Acc>, std::int32_t>,
+                "ref::requantize: accumulators must be std::int32_t");
+  if (acc.shape() != out.shape())
+    quantkit::detail::fail("layer '", layer, "': requantize output shape ", out.shape().to_string(),
+                 "; expected the accumulator shape ", acc.shape().to_string());
+  if (p.clamp_min > p.clamp_max)
+    quantkit::detail::fail("layer '", layer, "': clamp range [", p.clamp_min, ", ", p.clamp_max,
+                 "] is empty; expected min <= max");
+  const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
+  const Granularity g =
+      per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
+  const ParamLayout layout(acc.shape(), g, layer);
+  const std::int64_t channels = layout.count();
+  if (p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels)
+    quantkit::detail::fail("layer '", layer, "': ", p.constants.size(), " multipliers for ", channels,
+                 " channels; expected 1 or ", channels);
+  if (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)
+    quantkit::detail::fail("layer '", layer, "': ", p.bias.size(), " biases for ", channels,
+                 " channels; expected ", channels);
+  const Dims& so = out.strides();
+  for_each_index(acc, [&](std::int64_t off, const Dims& idx) {
+    const auto c = static_cast<std::size_t>(layout.index(idx));
+    const auto& k = p.constants.size() == 1 ? p.constants[0] : p.constants[c];
+    const std::int32_t b = p.bias.empty() ? 0 : p.bias[c];
+    std::int64_t out_off = 0;
+    for (int d = 0; d < idx.rank; ++d) out_off += idx[d] * so[d];
+    out.data()[out_off] = static_cast<Out>(
+        requantize_value<Scheme>(acc.data()[off], b, k, p.output_zero_point, p.clamp_min, p.clamp_max));
+  });
+}
+
+}  // namespace ref
+}  // namespace quantkit
+// ---- end quantkit/ref/requantize.hpp ----
+// ---- begin quantkit/simd/dispatch.hpp ----
+// Which kernels run: the static target's (always available, header-only, no libhwy) or the
+// best target of the CPU, chosen at run time, when quantkit/simd/implementation.hpp is
+// compiled into the program (it needs -lhwy).
+//
+//   Static dispatch (default): kernels for HWY_STATIC_TARGET, the best target the compiler
+//     flags of this translation unit allow (-march=native -DHWY_WANT_AVX3_DL: AVX3/AVX3_DL;
+//     -march=haswell -maes: AVX2; plain x86-64: SCALAR with GCC 12, EMU128 with Clang).
+//   Dynamic dispatch: one .cpp of the program does
+//       #define QUANTKIT_SIMD_IMPLEMENTATION
+//       #include <quantkit/simd/implementation.hpp>
+//     and the program links libhwy. With GCC/Clang on ELF platforms every other translation
+//     unit picks it up automatically (a weak reference); define QUANTKIT_SIMD_DYNAMIC in every
+//     translation unit to make the reference strong (a link error if the implementation is
+//     missing, and needed when it lives in a static library), or QUANTKIT_SIMD_STATIC to
+//     ignore it. Both modes give bit-identical results.
+//
+// In static mode, compile every translation unit that uses quantkit with the same target
+// flags (Highway's rule for inline code).
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <hwy/highway.h>
+
+// ---- begin quantkit/simd/kernels-inl.h ----
+// Per-target entry: includes every kernel of this target and describes them in one table,
+// quantkit::simd::HWY_NAMESPACE::GetKernelsT<0>(). A template, so a translation unit that
+// includes quantkit but never calls a kernel instantiates nothing.
+//
+// This is the header quantkit/simd/implementation.hpp re-includes once per target
+// (HWY_TARGET_INCLUDE); quantkit/simd/dispatch.hpp includes it once, for the static target.
+
+#if defined(QUANTKIT_SIMD_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_KERNELS_INL_H_
+#undef QUANTKIT_SIMD_KERNELS_INL_H_
+#else
+#define QUANTKIT_SIMD_KERNELS_INL_H_
+#endif
+
+#include <hwy/highway.h>
+
+// ---- begin quantkit/simd/common-inl.h ----
+// Per-target helpers shared by quantkit's kernels: row iteration over a Plan, staging of
+// strided rows through buffers, and exact float rounding in every built-in mode.
+//
+// Highway per-target header: included once per target (HWY_TARGET_TOGGLE guard), defines
+// quantkit::simd::HWY_NAMESPACE. Never include it directly: use quantkit/simd/simd.hpp.
+
+#if defined(QUANTKIT_SIMD_COMMON_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_COMMON_INL_H_
+#undef QUANTKIT_SIMD_COMMON_INL_H_
+#else
+#define QUANTKIT_SIMD_COMMON_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Elements staged through stack buffers when a row is strided (or needs uniforms).
+constexpr std::size_t kChunk = 512;
+// Upper bound of the lanes of any vector of T on this target (buffer sizes).
+template <class T>
+constexpr std::size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T);
+
+// Visits the rows of a plan in row-major order, calling row(in_offset, out_offset, param_base)
+// with element offsets of the row's first element and the parameter index of its start.
+template <class Row>
+HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
+  const int last = p.rank - 1;
+  std::int64_t rows = 1;
+  for (int d = 0; d < last; ++d) rows *= p.shape[d];
+  if (rows == 0 || p.shape[last] == 0) return;
+  std::int64_t idx[max_rank] = {};
+  std::int64_t in_off = 0, out_off = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::int64_t base = 0;
+    for (int d = 0; d < last; ++d) base += (idx[d] / p.param_div[d]) * p.param_stride[d];
+    row(in_off, out_off, base);
+    for (int d = last - 1; d >= 0; --d) {
+      in_off += p.in_stride[d];
+      out_off += p.out_stride[d];
+      if (++idx[d] < p.shape[d]) break;
+      in_off -= p.in_stride[d] * p.shape[d];
+      out_off -= p.out_stride[d] * p.shape[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// One contiguous run of n elements whose parameters start at index `at` (per-element
+// parameters: at + i for element i). `args` is the kernel's argument struct.
+template <class In, class Out>
+using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
+
+// The run functions of one kernel instantiation: parameters constant over the run, or one per
+// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+template <class In, class Out>
+struct Runs {
+  RunFn<In, Out> constant;
+  RunFn<In, Out> per_element;
+  const void* args;
+  bool staging;
+};
+
+// Runs one row of n elements with element strides sx, sq: contiguous rows go straight to the
+// run function; strided rows (and staging kernels) go through kChunk-element buffers.
+template <class In, class Out>
+HWY_INLINE void RunRow(const Runs<In, Out>& runs, bool per_element, const In* x, std::ptrdiff_t sx,
+                       Out* q, std::ptrdiff_t sq, std::size_t n, std::int64_t at) {
+  const RunFn<In, Out> fn = per_element ? runs.per_element : runs.constant;
+  if (sx == 1 && sq == 1 && !runs.staging) {
+    fn(runs.args, x, q, n, at);
+    return;
+  }
+  HWY_ALIGN In xb[kChunk];
+  HWY_ALIGN Out qb[kChunk];
+  for (std::size_t j = 0; j < n; j += kChunk) {
+    const std::size_t m = n - j < kChunk ? n - j : kChunk;
+    const In* xc = x + static_cast<std::ptrdiff_t>(j) * sx;
+    if (sx != 1) {
+      for (std::size_t k = 0; k < m; ++k) xb[k] = xc[static_cast<std::ptrdiff_t>(k) * sx];
+      xc = xb;
+    }
+    Out* qd = q + static_cast<std::ptrdiff_t>(j) * sq;
+    Out* qc = sq == 1 ? qd : qb;
+    fn(runs.args, xc, qc, m, per_element ? at + static_cast<std::int64_t>(j) : at);
+    if (sq != 1)
+      for (std::size_t k = 0; k < m; ++k) qd[static_cast<std::ptrdiff_t>(k) * sq] = qb[k];
+  }
+}
+
+// The row callback of ForEachRow for an element-wise kernel.
+template <class In, class Out>
+struct PlanRows {
+  const Plan* plan;
+  const In* x;
+  Out* q;
+  const Runs<In, Out>* runs;
+
+  HWY_INLINE void operator()(std::int64_t in_off, std::int64_t out_off, std::int64_t base) const {
+    const int last = plan->rank - 1;
+    const std::int64_t len = plan->shape[last];
+    const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan->in_stride[last]);
+    const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan->out_stride[last]);
+    const In* xr = x + in_off;
+    Out* qr = q + out_off;
+    switch (plan->inner) {
+      case InnerParams::constant:
+        RunRow(*runs, false, xr, sx, qr, sq, static_cast<std::size_t>(len), base);
+        break;
+      case InnerParams::per_element:
+        RunRow(*runs, true, xr, sx, qr, sq, static_cast<std::size_t>(len), base);
+        break;
+      case InnerParams::blocks: {
+        const std::int64_t b = plan->inner_block;
+        for (std::int64_t j = 0; j < len; j += b) {
+          const std::int64_t m = len - j < b ? len - j : b;
+          RunRow(*runs, false, xr + j * sx, sx, qr + j * sq, sq, static_cast<std::size_t>(m),
+                 base + j / b);
+        }
+        break;
+      }
+    }
+  }
+};
+
+// Walks a plan, calling the run functions per row (or block). One instantiation per
+// (In, Out) pair: the rounding/scheme variants only differ in their run functions.
+template <class In, class Out>
+void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  const PlanRows<In, Out> rows{&plan, x, q, &runs};
+  ForEachRow(plan, rows);
+}
+
+// ------------------------------ Rounding of floats to integral floats
+// Each op equals the scalar policy (quantkit/policy/rounding.hpp) for every float, including
+// ties, huge values and infinities. Round-half-even is the hardware instruction where there is
+// one (SSE4 and up); elsewhere it is the 2^23 trick (t + 2^23 - 2^23 in the current,
+// round-to-nearest-even mode), exact for |t| < 2^23 and cheaper than Highway's emulation.
+
+struct RoundHalfEvenOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_SSSE3 && HWY_TARGET != HWY_SCALAR && \
+    HWY_TARGET != HWY_EMU128
+    (void)d;
+    return hn::Round(t);
+#else
+    const V big = hn::Set(d, 8388608.0f);  // 2^23: no fraction bits left
+    const V large = hn::CopySignToAbs(big, t);
+    const V rounded = hn::Sub(hn::Add(t, large), large);
+    return hn::IfThenElse(hn::Lt(hn::Abs(t), big), rounded, t);
+#endif
+  }
+};
+
+struct RoundHalfAwayOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+    const V f = hn::Trunc(t);
+    const V frac = hn::Abs(hn::Sub(t, f));  // NaN for infinities: keeps f
+    const V away = hn::Add(f, hn::CopySignToAbs(hn::Set(d, 1.0f), t));
+    return hn::IfThenElse(hn::Ge(frac, hn::Set(d, 0.5f)), away, f);
+  }
+};
+
+struct RoundHalfUpOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V /*u*/) {
+    const V f = hn::Floor(t);
+    return hn::IfThenElse(hn::Ge(hn::Sub(t, f), hn::Set(d, 0.5f)), hn::Add(f, hn::Set(d, 1.0f)), f);
+  }
+};
+
+struct RoundFloorOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D /*d*/, V t, V /*u*/) {
+    return hn::Floor(t);
+  }
+};
+
+struct RoundTowardZeroOp {
+  static constexpr bool kStochastic = false;
+  template <class D, class V>
+  static HWY_INLINE V Do(D /*d*/, V t, V /*u*/) {
+    return hn::Trunc(t);
+  }
+};
+
+// u: the uniform in [0, 1) drawn for this element (RoundStochastic::round_with).
+struct RoundStochasticOp {
+  static constexpr bool kStochastic = true;
+  template <class D, class V>
+  static HWY_INLINE V Do(D d, V t, V u) {
+    const V f = hn::Floor(t);
+    return hn::IfThenElse(hn::Lt(u, hn::Sub(t, f)), hn::Add(f, hn::Set(d, 1.0f)), f);
+  }
+};
+
+// The op of a built-in rounding mode.
+template <RoundingMode kMode>
+struct RoundOpOf {
+  using type = RoundHalfEvenOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::half_away> {
+  using type = RoundHalfAwayOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::half_up> {
+  using type = RoundHalfUpOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::floor> {
+  using type = RoundFloorOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::toward_zero> {
+  using type = RoundTowardZeroOp;
+};
+template <>
+struct RoundOpOf<RoundingMode::stochastic> {
+  using type = RoundStochasticOp;
+};
+
+// Calls f.template operator()<Op>() with the op of a built-in rounding mode.
+template <class F>
+HWY_INLINE void WithRounding(RoundingMode mode, const F& f) {
+  switch (mode) {
+    case RoundingMode::half_away: f.template operator()<RoundHalfAwayOp>(); return;
+    case RoundingMode::half_up: f.template operator()<RoundHalfUpOp>(); return;
+    case RoundingMode::floor: f.template operator()<RoundFloorOp>(); return;
+    case RoundingMode::toward_zero: f.template operator()<RoundTowardZeroOp>(); return;
+    case RoundingMode::stochastic: f.template operator()<RoundStochasticOp>(); return;
+    case RoundingMode::half_even:
+    case RoundingMode::custom:  // never passed to kernels (the front end uses the reference)
+      f.template operator()<RoundHalfEvenOp>();
+      return;
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_COMMON_INL_H_ toggle
+// ---- end quantkit/simd/common-inl.h ----
+// ---- begin quantkit/simd/quantize-inl.h ----
+// Per-target kernels: quantize f32 -> int8/uint8/int16/uint16/int32, fake-quantize
+// f32 -> f32, dequantize int -> f32. Bit-identical to quantkit::ref (quantkit/ref/quantize.hpp):
+//   q = clamp(R(x / s) + z, qmin, qmax)   (x * (1/s) with MultiplyByReciprocal); NaN -> z
+//   fake = float(q - z) * s;   dequantize: float(q - z) * s
+// The hot loop per vector: Div (or Mul), round, Add z, Max/Min clamp, NaN blend, convert,
+// saturating DemoteTo, store; parameters are broadcast once per run, or loaded as vectors
+// when they vary along the row (per-channel on the last axis, per-group across it).
+
+#if defined(QUANTKIT_SIMD_QUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_QUANTIZE_INL_H_
+#undef QUANTKIT_SIMD_QUANTIZE_INL_H_
+#else
+#define QUANTKIT_SIMD_QUANTIZE_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <hwy/highway.h>
+
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One vector: the quantized value as an integral float in [lo, hi]; NaN -> z.
+template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+HWY_INLINE V QuantizeVec(D d, V x, V f, V z, V lo, V hi, V u) {
+  const V t = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+  const V v = hn::Min(hn::Max(hn::Add(Round::Do(d, t, u), z), lo), hi);
+  return hn::IfThenElse(hn::IsNaN(x), z, v);
+}
+
+// Stores one vector of quantized values (integral floats in the output's range).
+template <class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
+  if constexpr (std::is_same<Out, float>::value) {
+    hn::StoreU(hn::Mul(hn::Sub(v, z), s), d, p);  // fake-quantize: exact q - z, then * s
+  } else {
+    (void)z;
+    (void)s;
+    const hn::RebindToSigned<D> di;
+    const auto vi = hn::ConvertTo(di, v);
+    if constexpr (std::is_same<Out, std::int32_t>::value) {
+      hn::StoreU(vi, di, p);
+    } else {
+      const hn::Rebind<Out, D> dq;
+      hn::StoreU(hn::DemoteTo(dq, vi), dq, p);
+    }
+  }
+}
+
+// n contiguous elements; parameters at index `at` (kVec: at + i for element i).
+template <class Out, class Round, bool kDivide, bool kVec>
+HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
+                             const float* pf, const float* pz, const float* ps,
+                             const float* HWY_RESTRICT u) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  constexpr bool kFake = std::is_same<Out, float>::value;
+  const V lo = hn::Set(d, a.qmin);
+  const V hi = hn::Set(d, a.qmax);
+  V f = hn::Set(d, pf[0]);
+  V z = hn::Set(d, pz[0]);
+  V s = hn::Set(d, kFake ? ps[0] : 1.0f);
+  V uu = hn::Zero(d);
+  std::size_t i = 0;
+  if constexpr (!kVec && !Round::kStochastic) {
+    // Unrolled x2: independent chains for the out-of-order core.
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const V x0 = hn::LoadU(d, x + i);
+      const V x1 = hn::LoadU(d, x + i + N);
+      const V q0 = QuantizeVec<Round, kDivide>(d, x0, f, z, lo, hi, uu);
+      const V q1 = QuantizeVec<Round, kDivide>(d, x1, f, z, lo, hi, uu);
+      StoreQuantized<Out>(d, q0, z, s, q + i);
+      StoreQuantized<Out>(d, q1, z, s, q + i + N);
+    }
+  }
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      f = hn::LoadU(d, pf + i);
+      z = hn::LoadU(d, pz + i);
+      if constexpr (kFake) s = hn::LoadU(d, ps + i);
+    }
+    if constexpr (Round::kStochastic) uu = hn::LoadU(d, u + i);
+    const V v = QuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, z, lo, hi, uu);
+    StoreQuantized<Out>(d, v, z, s, q + i);
+  }
+  if (i == n) return;
+  // Tail: one full vector through aligned buffers (never touches memory past the end).
+  const std::size_t rem = n - i;
+  HWY_ALIGN float xb[kMaxLanes<float>] = {};
+  HWY_ALIGN float ub[kMaxLanes<float>] = {};
+  HWY_ALIGN Out qb[kMaxLanes<float>] = {};
+  std::memcpy(xb, x + i, rem * sizeof(float));
+  if constexpr (Round::kStochastic) std::memcpy(ub, u + i, rem * sizeof(float));
+  if constexpr (kVec) {
+    HWY_ALIGN float fb[kMaxLanes<float>];
+    HWY_ALIGN float zb[kMaxLanes<float>];
+    HWY_ALIGN float sb[kMaxLanes<float>];
+    for (std::size_t k = 0; k < N; ++k) {
+      fb[k] = k < rem ? pf[i + k] : 1.0f;
+      zb[k] = k < rem ? pz[i + k] : 0.0f;
+      sb[k] = k < rem && kFake ? ps[i + k] : 1.0f;
+    }
+    f = hn::Load(d, fb);
+    z = hn::Load(d, zb);
+    s = hn::Load(d, sb);
+  }
+  const V v = QuantizeVec<Round, kDivide>(d, hn::Load(d, xb), f, z, lo, hi, hn::Load(d, ub));
+  StoreQuantized<Out>(d, v, z, s, qb);
+  std::memcpy(q + i, qb, rem * sizeof(Out));
+}
+
+template <class Out, class Round, bool kDivide, bool kVec>
+void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+  const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
+  const float* pf = a.factor + at;
+  const float* pz = a.zero + at;
+  const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
+  if constexpr (Round::kStochastic) {
+    HWY_ALIGN float u[kChunk];  // staged: n <= kChunk
+    a.uniforms.fill(a.uniforms.context, x, n, u);
+    QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
+  } else {
+    QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
+  }
+}
+
+template <class Out>
+struct QuantizeByRounding {
+  const QuantizeArgs* a;
+  template <class Round, bool kDivide>
+  HWY_INLINE void With() const {
+    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+    RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
+  }
+  template <class Round>
+  HWY_INLINE void operator()() const {
+    if (a->application == ScaleApplicationKind::divide)
+      With<Round, true>();
+    else
+      With<Round, false>();
+  }
+};
+
+// One output type and rounding mode: what static dispatch instantiates for a call site.
+template <class Out, RoundingMode kMode>
+void QuantizeTyped(const QuantizeArgs& a) {
+  const QuantizeByRounding<Out> f{&a};
+  f.template operator()<typename RoundOpOf<kMode>::type>();
+}
+
+template <class Out>
+HWY_INLINE void QuantizeTo(const QuantizeArgs& a) {
+  const QuantizeByRounding<Out> f{&a};
+  WithRounding(a.rounding, f);
+}
+
+inline void Quantize(const QuantizeArgs& a) {
+  switch (a.out_type) {
+    case ElemType::i8: QuantizeTo<std::int8_t>(a); return;
+    case ElemType::u8: QuantizeTo<std::uint8_t>(a); return;
+    case ElemType::i16: QuantizeTo<std::int16_t>(a); return;
+    case ElemType::u16: QuantizeTo<std::uint16_t>(a); return;
+    case ElemType::i32: QuantizeTo<std::int32_t>(a); return;
+    case ElemType::f32: QuantizeTo<float>(a); return;
+  }
+}
+
+// ------------------------------ Dequantize
+
+template <class In, class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadAsInt32(D d, const In* HWY_RESTRICT p) {
+  const hn::RebindToSigned<D> di;
+  if constexpr (std::is_same<In, std::int32_t>::value) {
+    (void)d;
+    return hn::LoadU(di, p);
+  } else {
+    const hn::Rebind<In, D> dq;
+    return hn::PromoteTo(di, hn::LoadU(dq, p));
+  }
+}
+
+template <class In, bool kVec>
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+  const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
+  const float* ps = a.scale + at;
+  const std::int32_t* pz = a.zero + at;
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  V s = hn::Set(d, ps[0]);
+  VI z = hn::Set(di, pz[0]);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      s = hn::LoadU(d, ps + i);
+      z = hn::LoadU(di, pz + i);
+    }
+    const VI v = hn::Sub(LoadAsInt32(d, q + i), z);
+    hn::StoreU(hn::Mul(hn::ConvertTo(d, v), s), d, x + i);
+  }
+  if (i == n) return;
+  const std::size_t rem = n - i;
+  HWY_ALIGN In qb[kMaxLanes<float>] = {};
+  HWY_ALIGN float xb[kMaxLanes<float>];
+  std::memcpy(qb, q + i, rem * sizeof(In));
+  if constexpr (kVec) {
+    HWY_ALIGN float sb[kMaxLanes<float>];
+    HWY_ALIGN std::int32_t zb[kMaxLanes<float>];
+    for (std::size_t k = 0; k < N; ++k) {
+      sb[k] = k < rem ? ps[i + k] : 1.0f;
+      zb[k] = k < rem ? pz[i + k] : 0;
+    }
+    s = hn::Load(d, sb);
+    z = hn::Load(di, zb);
+  }
+  const VI v = hn::Sub(LoadAsInt32(d, qb), z);
+  hn::Store(hn::Mul(hn::ConvertTo(d, v), s), d, xb);
+  std::memcpy(x + i, xb, rem * sizeof(float));
+}
+
+template <class In>
+void DequantizeFrom(const DequantizeArgs& a) {
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
+}
+
+inline void Dequantize(const DequantizeArgs& a) {
+  switch (a.in_type) {
+    case ElemType::i8: DequantizeFrom<std::int8_t>(a); return;
+    case ElemType::u8: DequantizeFrom<std::uint8_t>(a); return;
+    case ElemType::i16: DequantizeFrom<std::int16_t>(a); return;
+    case ElemType::u16: DequantizeFrom<std::uint16_t>(a); return;
+    case ElemType::i32: DequantizeFrom<std::int32_t>(a); return;
+    case ElemType::f32: return;  // not a quantized type
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_QUANTIZE_INL_H_ toggle
+// ---- end quantkit/simd/quantize-inl.h ----
+// ---- begin quantkit/simd/reduce-inl.h ----
+// Per-target kernels for observers and packed formats: min/max and abs-max of the finite
+// values, per-channel/per-block min/max (updated in place, Range::include order), histogram
+// accumulation, and 2-/4-bit packing/unpacking (low bits first, ONNX order).
+
+#if defined(QUANTKIT_SIMD_REDUCE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_REDUCE_INL_H_
+#undef QUANTKIT_SIMD_REDUCE_INL_H_
+#else
+#define QUANTKIT_SIMD_REDUCE_INL_H_
+#endif
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include <hwy/highway.h>
+
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The first element equal to 0 (+0 or -0), for the sign of a zero min/max: std::min/std::max
+// keep the first of equal values, and -0 == +0.
+HWY_INLINE float FirstZero(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    const auto m = hn::Eq(hn::LoadU(d, x + i), hn::Zero(d));
+    if (!hn::AllFalse(d, m)) {
+      const std::intptr_t k = hn::FindFirstTrue(d, m);
+      return x[i + static_cast<std::size_t>(k)];
+    }
+  }
+  for (; i < n; ++i)
+    if (x[i] == 0.0f) return x[i];
+  return 0.0f;
+}
+
+inline MinMaxResult MinMax(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const V ninf = hn::Neg(pinf);
+  V min0 = pinf, min1 = pinf, max0 = ninf, max1 = ninf;
+  MinMaxResult r;
+  std::size_t i = 0;
+  // Non-finite counts per lane in int32, flushed every block of at most 2^30 vectors.
+  while (i + N <= n) {
+    VI bad = hn::Zero(di);
+    const std::size_t block_end = (n - i) / N > (std::size_t{1} << 30)
+                                      ? i + (std::size_t{1} << 30) * N
+                                      : i + ((n - i) / N) * N;
+    for (; i + 2 * N <= block_end; i += 2 * N) {
+      const V v0 = hn::LoadU(d, x + i);
+      const V v1 = hn::LoadU(d, x + i + N);
+      const auto f0 = hn::Lt(hn::Abs(v0), pinf);  // false for NaN and +-inf
+      const auto f1 = hn::Lt(hn::Abs(v1), pinf);
+      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
+      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
+      min1 = hn::Min(min1, hn::IfThenElse(f1, v1, pinf));
+      max1 = hn::Max(max1, hn::IfThenElse(f1, v1, ninf));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f1))));
+    }
+    for (; i + N <= block_end; i += N) {
+      const V v0 = hn::LoadU(d, x + i);
+      const auto f0 = hn::Lt(hn::Abs(v0), pinf);
+      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
+      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
+      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+    }
+    HWY_ALIGN std::int32_t lanes[kMaxLanes<std::int32_t>];
+    hn::Store(bad, di, lanes);
+    for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
+  }
+  r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
+  r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  for (; i < n; ++i) {
+    const float v = x[i];
+    if (!std::isfinite(v)) {
+      ++r.nonfinite;
+      continue;
+    }
+    if (v < r.min) r.min = v;
+    if (v > r.max) r.max = v;
+  }
+  r.finite = n - r.nonfinite;
+  if (r.min == 0.0f) r.min = FirstZero(x, n);
+  if (r.max == 0.0f) r.max = FirstZero(x, n);
+  return r;
+}
+
+inline AbsMaxResult AbsMax(const float* x, std::size_t n) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V m0 = hn::Zero(d), m1 = hn::Zero(d);
+  AbsMaxResult r;
+  std::size_t i = 0;
+  for (; i + 2 * N <= n; i += 2 * N) {
+    const V a0 = hn::Abs(hn::LoadU(d, x + i));
+    const V a1 = hn::Abs(hn::LoadU(d, x + i + N));
+    m0 = hn::Max(m0, hn::IfThenElseZero(hn::Lt(a0, pinf), a0));
+    m1 = hn::Max(m1, hn::IfThenElseZero(hn::Lt(a1, pinf), a1));
+  }
+  for (; i + N <= n; i += N) {
+    const V a0 = hn::Abs(hn::LoadU(d, x + i));
+    m0 = hn::Max(m0, hn::IfThenElseZero(hn::Lt(a0, pinf), a0));
+  }
+  r.absmax = hn::GetLane(hn::MaxOfLanes(d, hn::Max(m0, m1)));
+  // Counting is separate: a compare per vector is cheaper than an int accumulator here.
+  std::size_t bad = 0;
+  const std::size_t vec_end = i;
+  for (std::size_t j = 0; j < vec_end; j += N) {
+    const auto fin = hn::Lt(hn::Abs(hn::LoadU(d, x + j)), pinf);
+    if (!hn::AllTrue(d, fin)) bad += N - hn::CountTrue(d, fin);
+  }
+  for (; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    if (!(a < std::numeric_limits<float>::infinity())) {
+      ++bad;
+      continue;
+    }
+    if (a > r.absmax) r.absmax = a;
+  }
+  r.nonfinite = bad;
+  r.finite = n - bad;
+  return r;
+}
+
+// ------------------------------ Per-channel / per-block min/max
+
+struct MinMaxRows {
+  const MinMaxParamsArgs* a;
+  std::size_t* nonfinite;
+
+  // std::min/std::max into the parameter's running range (Range::include).
+  HWY_INLINE void Merge(std::int64_t p, const MinMaxResult& r) const {
+    if (r.min < a->min[p]) a->min[p] = r.min;
+    if (r.max > a->max[p]) a->max[p] = r.max;
+    *nonfinite += r.nonfinite;
+  }
+
+  // A run of n elements sharing parameter p.
+  HWY_INLINE void Constant(const float* x, std::ptrdiff_t sx, std::size_t n, std::int64_t p) const {
+    if (sx == 1) {
+      Merge(p, MinMax(x, n));
+      return;
+    }
+    HWY_ALIGN float buf[kChunk];
+    for (std::size_t j = 0; j < n; j += kChunk) {
+      const std::size_t m = n - j < kChunk ? n - j : kChunk;
+      for (std::size_t k = 0; k < m; ++k)
+        buf[k] = x[static_cast<std::ptrdiff_t>(j + k) * sx];
+      Merge(p, MinMax(buf, m));
+    }
+  }
+
+  // A row whose element j uses parameter p + j: lane-wise running min/max, exactly the
+  // sequential std::min/std::max per parameter.
+  HWY_INLINE void PerElement(const float* x, std::ptrdiff_t sx, std::size_t n, std::int64_t p) const {
+    const hn::ScalableTag<float> d;
+    using V = hn::Vec<decltype(d)>;
+    const std::size_t N = hn::Lanes(d);
+    const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+    float* mn = a->min + p;
+    float* mx = a->max + p;
+    HWY_ALIGN float buf[kChunk];
+    for (std::size_t j = 0; j < n; j += kChunk) {
+      const std::size_t m = n - j < kChunk ? n - j : kChunk;
+      const float* xc = x + static_cast<std::ptrdiff_t>(j) * sx;
+      if (sx != 1) {
+        for (std::size_t k = 0; k < m; ++k) buf[k] = xc[static_cast<std::ptrdiff_t>(k) * sx];
+        xc = buf;
+      }
+      std::size_t i = 0;
+      for (; i + N <= m; i += N) {
+        const V v = hn::LoadU(d, xc + i);
+        const auto fin = hn::Lt(hn::Abs(v), pinf);
+        const V cmin = hn::LoadU(d, mn + j + i);
+        const V cmax = hn::LoadU(d, mx + j + i);
+        hn::StoreU(hn::IfThenElse(hn::And(fin, hn::Lt(v, cmin)), v, cmin), d, mn + j + i);
+        hn::StoreU(hn::IfThenElse(hn::And(fin, hn::Gt(v, cmax)), v, cmax), d, mx + j + i);
+        if (!hn::AllTrue(d, fin)) *nonfinite += N - hn::CountTrue(d, fin);
+      }
+      for (; i < m; ++i) {
+        const float v = xc[i];
+        if (!std::isfinite(v)) {
+          ++*nonfinite;
+          continue;
+        }
+        if (v < mn[j + i]) mn[j + i] = v;
+        if (v > mx[j + i]) mx[j + i] = v;
+      }
+    }
+  }
+
+  HWY_INLINE void operator()(std::int64_t in_off, std::int64_t /*out_off*/, std::int64_t base) const {
+    const Plan& plan = a->plan;
+    const int last = plan.rank - 1;
+    const std::int64_t len = plan.shape[last];
+    const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last]);
+    const float* xr = a->x + in_off;
+    switch (plan.inner) {
+      case InnerParams::constant: Constant(xr, sx, static_cast<std::size_t>(len), base); break;
+      case InnerParams::per_element: PerElement(xr, sx, static_cast<std::size_t>(len), base); break;
+      case InnerParams::blocks: {
+        const std::int64_t b = plan.inner_block;
+        for (std::int64_t j = 0; j < len; j += b)
+          Constant(xr + j * sx, sx, static_cast<std::size_t>(len - j < b ? len - j : b), base + j / b);
+        break;
+      }
+    }
+  }
+};
+
+inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
+  std::size_t nonfinite = 0;
+  const MinMaxRows rows{&a, &nonfinite};
+  ForEachRow(a.plan, rows);
+  return nonfinite;
+}
+
+// ------------------------------ Histogram
+
+inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  using VI = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(d);
+  const V lo = hn::Set(d, a.lo);
+  const V hi = hn::Set(d, a.hi);
+  const V bins = hn::Set(d, static_cast<float>(a.bins));
+  const V width = hn::Set(d, a.hi - a.lo);
+  const VI last = hn::Set(di, static_cast<std::int32_t>(a.bins) - 1);
+  const VI none = hn::Set(di, -1);
+  HistogramResult r;
+  HWY_ALIGN std::int32_t idx[kMaxLanes<std::int32_t>];
+  std::size_t i = 0;
+  for (; i + N <= a.n; i += N) {
+    V v = hn::LoadU(d, a.x + i);
+    if (a.absolute) v = hn::Abs(v);
+    const auto below = hn::Lt(v, lo);
+    const auto above = hn::Gt(v, hi);
+    const auto nan = hn::IsNaN(v);
+    const auto inside = hn::Not(hn::Or(hn::Or(below, above), nan));
+    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
+    VI bin = hn::Min(hn::ConvertTo(di, hn::IfThenElseZero(inside, pos)), last);
+    bin = hn::IfThenElse(hn::RebindMask(di, inside), bin, none);
+    hn::Store(bin, di, idx);
+    for (std::size_t l = 0; l < N; ++l)
+      if (idx[l] >= 0) ++a.counts[idx[l]];
+    if (!hn::AllTrue(d, inside)) {
+      r.below += hn::CountTrue(d, below);
+      r.above += hn::CountTrue(d, above);
+      r.nan += hn::CountTrue(d, nan);
+    }
+  }
+  const float width_s = a.hi - a.lo;
+  const float bins_s = static_cast<float>(a.bins);
+  for (; i < a.n; ++i) {
+    const float v = a.absolute ? std::fabs(a.x[i]) : a.x[i];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (v < a.lo) {
+      ++r.below;
+    } else if (v > a.hi) {
+      ++r.above;
+    } else {
+      auto b = static_cast<std::size_t>(((v - a.lo) * bins_s) / width_s);
+      if (b > a.bins - 1) b = a.bins - 1;
+      ++a.counts[b];
+    }
+  }
+  return r;
+}
+
+// ------------------------------ Packing
+
+inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) {
+  std::size_t done = 0;  // values packed by the vector loops
+#if HWY_TARGET == HWY_SCALAR
+  (void)0;  // one lane: no byte/word reinterpretation; the loop below does it all
+#else
+  if (bits == 4) {
+    const hn::ScalableTag<std::uint16_t> d16;
+    const hn::RebindToSigned<decltype(d16)> di16;
+    const hn::Repartition<std::uint8_t, decltype(d16)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d16)> d8h;
+    const std::size_t N = hn::Lanes(d16);
+    const std::size_t pairs = n / 2;
+    std::size_t i = 0;
+    for (; i + N <= pairs; i += N) {
+      const auto w = hn::BitCast(d16, hn::LoadU(d8, values + 2 * i));  // v0 | v1 << 8
+      const auto p = hn::Or(hn::And(w, hn::Set(d16, 0x000F)),
+                            hn::And(hn::ShiftRight<4>(w), hn::Set(d16, 0x00F0)));
+      hn::StoreU(hn::DemoteTo(d8h, hn::BitCast(di16, p)), d8h, packed + i);
+    }
+    done = 2 * i;
+  } else if (bits == 2) {
+    const hn::ScalableTag<std::uint32_t> d32;
+    const hn::RebindToSigned<decltype(d32)> di32;
+    const hn::Repartition<std::uint8_t, decltype(d32)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d32)> d8q;
+    const std::size_t N = hn::Lanes(d32);
+    const std::size_t quads = n / 4;
+    std::size_t i = 0;
+    for (; i + N <= quads; i += N) {
+      const auto w = hn::BitCast(d32, hn::LoadU(d8, values + 4 * i));
+      auto p = hn::And(w, hn::Set(d32, 0x03u));
+      p = hn::Or(p, hn::And(hn::ShiftRight<6>(w), hn::Set(d32, 0x0Cu)));
+      p = hn::Or(p, hn::And(hn::ShiftRight<12>(w), hn::Set(d32, 0x30u)));
+      p = hn::Or(p, hn::And(hn::ShiftRight<18>(w), hn::Set(d32, 0xC0u)));
+      hn::StoreU(hn::DemoteTo(d8q, hn::BitCast(di32, p)), d8q, packed + i);
+    }
+    done = 4 * i;
+  }
+#endif
+  // Tail (and any other width): bytes from the first partially covered one.
+  const std::size_t per_byte = static_cast<std::size_t>(8 / bits);
+  const unsigned mask = (1u << bits) - 1u;
+  for (std::size_t b = done / per_byte; b < (n + per_byte - 1) / per_byte; ++b) packed[b] = 0;
+  for (std::size_t k = done; k < n; ++k)
+    packed[k / per_byte] = static_cast<std::uint8_t>(
+        packed[k / per_byte] | ((values[k] & mask) << ((k % per_byte) * static_cast<unsigned>(bits))));
+}
+
+inline void Unpack(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
+                   std::uint8_t* values) {
+  std::size_t done = 0;
+#if HWY_TARGET == HWY_SCALAR
+  (void)0;
+#else
+  if (bits == 4) {
+    const hn::ScalableTag<std::uint16_t> d16;
+    const hn::Repartition<std::uint8_t, decltype(d16)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d16)> d8h;
+    const std::size_t N = hn::Lanes(d16);
+    const std::size_t bytes = n / 2;
+    std::size_t i = 0;
+    for (; i + N <= bytes; i += N) {
+      const auto b = hn::PromoteTo(d16, hn::LoadU(d8h, packed + i));
+      const auto w = hn::Or(hn::And(b, hn::Set(d16, 0x0F)),
+                            hn::ShiftLeft<4>(hn::And(b, hn::Set(d16, 0xF0))));  // lo | hi << 8
+      auto v = hn::BitCast(d8, w);
+      if (is_signed) v = hn::Sub(hn::Xor(v, hn::Set(d8, 8)), hn::Set(d8, 8));
+      hn::StoreU(v, d8, values + 2 * i);
+    }
+    done = 2 * i;
+  } else if (bits == 2) {
+    const hn::ScalableTag<std::uint32_t> d32;
+    const hn::Repartition<std::uint8_t, decltype(d32)> d8;
+    const hn::Rebind<std::uint8_t, decltype(d32)> d8q;
+    const std::size_t N = hn::Lanes(d32);
+    const std::size_t bytes = n / 4;
+    std::size_t i = 0;
+    for (; i + N <= bytes; i += N) {
+      const auto b = hn::PromoteTo(d32, hn::LoadU(d8q, packed + i));
+      auto w = hn::And(b, hn::Set(d32, 0x03u));
+      w = hn::Or(w, hn::ShiftLeft<6>(hn::And(b, hn::Set(d32, 0x0Cu))));
+      w = hn::Or(w, hn::ShiftLeft<12>(hn::And(b, hn::Set(d32, 0x30u))));
+      w = hn::Or(w, hn::ShiftLeft<18>(hn::And(b, hn::Set(d32, 0xC0u))));
+      auto v = hn::BitCast(d8, w);
+      if (is_signed) v = hn::Sub(hn::Xor(v, hn::Set(d8, 2)), hn::Set(d8, 2));
+      hn::StoreU(v, d8, values + 4 * i);
+    }
+    done = 4 * i;
+  }
+#endif
+  const std::size_t per_byte = static_cast<std::size_t>(8 / bits);
+  const unsigned mask = (1u << bits) - 1u;
+  const unsigned sign = 1u << (bits - 1);
+  for (std::size_t k = done; k < n; ++k) {
+    unsigned v = (packed[k / per_byte] >> ((k % per_byte) * static_cast<unsigned>(bits))) & mask;
+    if (is_signed && (v & sign)) v |= ~mask;
+    values[k] = static_cast<std::uint8_t>(v);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_REDUCE_INL_H_ toggle
+// ---- end quantkit/simd/reduce-inl.h ----
+// ---- begin quantkit/simd/requantize-inl.h ----
+// Per-target kernels: requantize int32 accumulators -> int8/uint8/int16/uint16/int32 with
+// every scale scheme of quantkit/policy/requantization.hpp, per-tensor or per-channel
+// constants, bias and a fused clamp (ReLU/ReLU6/clip). Bit-identical to
+// quantkit::ref::requantize_value:
+//   out = clamp(Scheme::apply(sat32(acc + bias), k) + zero_point, lo, hi)
+// 64-bit intermediate products run on even/odd lanes (MulEven) and are joined back.
+
+#if defined(QUANTKIT_SIMD_REQUANTIZE_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#undef QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#else
+#define QUANTKIT_SIMD_REQUANTIZE_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <hwy/highway.h>
+
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr std::int32_t kI32Min = std::numeric_limits<std::int32_t>::min();
+constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
+
+// ------------------------------ int32 <-> int64 lanes
+#if HWY_TARGET == HWY_SCALAR
+template <class DI>
+using Wide = hn::Rebind<std::int64_t, DI>;
+#else
+template <class DI>
+using Wide = hn::RepartitionToWide<DI>;
+#endif
+
+// int64 products of the even / odd int32 lanes.
+template <class V>
+HWY_INLINE auto MulEvenLanes(V a, V b) {
+  return hn::MulEven(a, b);
+}
+template <class V>
+HWY_INLINE auto MulOddLanes(V a, V b) {
+#if HWY_TARGET == HWY_SCALAR
+  return hn::MulEven(a, b);  // unused: one lane only
+#else
+  return hn::MulEven(hn::Shuffle2301(a), hn::Shuffle2301(b));
+#endif
+}
+// The low 32 bits of each int64 lane, back in int32 lane order.
+template <class DI, class VW>
+HWY_INLINE hn::Vec<DI> JoinLanes(DI di, VW even, VW odd) {
+#if HWY_TARGET == HWY_SCALAR
+  (void)odd;
+  const hn::RebindToUnsigned<DI> du;
+  const hn::Rebind<std::uint64_t, DI> du64;
+  return hn::BitCast(di, hn::TruncateTo(du, hn::BitCast(du64, even)));
+#else
+  return hn::OddEven(hn::BitCast(di, hn::ShiftLeft<32>(odd)), hn::BitCast(di, even));
+#endif
+}
+template <class DW, class VW>
+HWY_INLINE VW SaturateToInt32(DW dw, VW v) {
+  return hn::Min(hn::Max(v, hn::Set(dw, std::int64_t{kI32Min})), hn::Set(dw, std::int64_t{kI32Max}));
+}
+
+// a + b saturated to int32 (ref::saturate_to_int32(int64(a) + b)).
+template <class DI, class V>
+HWY_INLINE V SaturatingAdd32(DI di, V a, V b) {
+  const V s = hn::Add(a, b);  // wraps
+  const auto overflow = hn::Lt(hn::And(hn::Xor(s, a), hn::Xor(s, b)), hn::Zero(di));
+  const V saturated = hn::Xor(hn::BroadcastSignBit(a), hn::Set(di, kI32Max));
+  return hn::IfThenElse(overflow, saturated, s);
+}
+
+// ------------------------------ Schemes (constants: see RequantizeArgs in abi.hpp)
+
+template <class Round>
+struct RqFloat {
+  static constexpr int kSlots = 0;
+  static constexpr bool kFloat = true;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* /*k*/, VF m) {
+    const hn::RebindToFloat<DI> df;
+    const VF r = Round::Do(df, hn::Mul(hn::ConvertTo(df, x), m), hn::Zero(df));
+    const VF big = hn::Set(df, 2147483648.0f);
+    V out = hn::ConvertTo(di, r);
+    out = hn::IfThenElse(hn::RebindMask(di, hn::Ge(r, big)), hn::Set(di, kI32Max), out);
+    out = hn::IfThenElse(hn::RebindMask(di, hn::Lt(r, hn::Neg(big))), hn::Set(di, kI32Min), out);
+    return out;
+  }
+};
+
+// Exact R::shift_right(x, s): q = x >> s, remainder r = x & (2^s - 1), half = 2^(s-1)
+// (1 for s == 0, where r == 0 keeps q).
+template <RoundingMode kMode>
+struct RqPowerOfTwo {
+  static constexpr int kSlots = 3;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const V q = hn::operator>>(x, k[0]);
+    const V r = hn::And(x, k[1]);
+    const V half = k[2];
+    const V zero = hn::Zero(di);
+    if constexpr (kMode == RoundingMode::floor) {
+      (void)r;
+      (void)half;
+      (void)zero;
+      return q;
+    } else {
+      hn::Mask<DI> up;
+      if constexpr (kMode == RoundingMode::half_even) {
+        const V one = hn::Set(di, 1);
+        up = hn::Or(hn::Gt(r, half), hn::And(hn::Eq(r, half), hn::Eq(hn::And(q, one), one)));
+      } else if constexpr (kMode == RoundingMode::half_away) {
+        up = hn::Or(hn::Gt(r, half), hn::And(hn::Eq(r, half), hn::Not(hn::Lt(x, zero))));
+      } else if constexpr (kMode == RoundingMode::half_up) {
+        up = hn::Not(hn::Lt(r, half));
+      } else {  // toward_zero
+        up = hn::And(hn::Lt(x, zero), hn::Not(hn::Eq(r, zero)));
+      }
+      return hn::Sub(q, hn::VecFromMask(di, up));
+    }
+  }
+};
+
+// gemmlowp: RDBP(SRDHM(x << left, q), right); x << left leaving int32 saturates by sign.
+// SRDHM(a, b) = (a * b + 2^30) >> 31 (floor), except a == b == INT32_MIN -> INT32_MAX.
+struct RqFixedPointDouble {
+  static constexpr int kSlots = 7;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const V qm = k[0];
+    const auto too_big = hn::Gt(x, k[6]);
+    const auto too_small = hn::Lt(x, k[5]);
+    const V shifted = hn::operator<<(x, k[1]);
+    const Wide<DI> dw;
+    const auto nudge = hn::Set(dw, std::int64_t{1} << 30);
+    const auto even = hn::ShiftRight<31>(hn::Add(MulEvenLanes(shifted, qm), nudge));
+#if HWY_TARGET == HWY_SCALAR
+    V high = JoinLanes(di, even, even);
+#else
+    const auto odd = hn::ShiftRight<31>(hn::Add(MulOddLanes(shifted, qm), nudge));
+    V high = JoinLanes(di, even, odd);
+#endif
+    const V vmin = hn::Set(di, kI32Min);
+    const V vmax = hn::Set(di, kI32Max);
+    high = hn::IfThenElse(hn::And(hn::Eq(shifted, vmin), hn::Eq(qm, vmin)), vmax, high);
+    // RoundingDivideByPOT(high, right): ties away from zero.
+    const V remainder = hn::And(high, k[3]);
+    const V threshold = hn::Sub(k[4], hn::BroadcastSignBit(high));  // + 1 when negative
+    V out = hn::Sub(hn::operator>>(high, k[2]), hn::VecFromMask(di, hn::Gt(remainder, threshold)));
+    out = hn::IfThenElse(too_big, vmax, out);
+    return hn::IfThenElse(too_small, vmin, out);
+  }
+};
+
+// TFLite single rounding: (x * q + 2^(t-1)) >> t with t = 31 - shift, computed as
+// ((x * q) >> (t - 1) + 1) >> 1 (the same floor), saturated to int32.
+struct RqFixedPointSingle {
+  static constexpr int kSlots = 2;
+  static constexpr bool kFloat = false;
+  struct Wide64 {
+    template <class DW, class VW>
+    HWY_INLINE VW operator()(DW dw, VW product, VW shift) const {
+      const VW y = hn::operator>>(product, shift);
+      return SaturateToInt32(dw, hn::ShiftRight<1>(hn::Add(y, hn::Set(dw, std::int64_t{1}))));
+    }
+  };
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const Wide<DI> dw;
+    const V one = hn::Set(di, 1);
+    const Wide64 f;
+    const auto even = f(dw, MulEvenLanes(x, k[0]), MulEvenLanes(k[1], one));
+#if HWY_TARGET == HWY_SCALAR
+    return JoinLanes(di, even, even);
+#else
+    const auto odd = f(dw, MulOddLanes(x, k[0]), MulOddLanes(k[1], one));
+    return JoinLanes(di, even, odd);
+#endif
+  }
+};
+
+struct RqSingleShift {
+  static constexpr int kSlots = 1;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI /*di*/, V x, const V* k, VF /*m*/) {
+    return hn::operator>>(x, k[0]);
+  }
+};
+
+// N2D2 double shift: (x + (x << s1) + 2^(s2-1)) >> s2 in int64, saturated to int32.
+struct RqDoubleShift {
+  static constexpr int kSlots = 3;
+  static constexpr bool kFloat = false;
+  template <class DI, class V, class VF>
+  static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
+    const Wide<DI> dw;
+    const V one = hn::Set(di, 1);
+    const auto even = Combine(dw, MulEvenLanes(x, one), MulEvenLanes(k[0], one),
+                              MulEvenLanes(k[1], one), MulEvenLanes(k[2], one));
+#if HWY_TARGET == HWY_SCALAR
+    return JoinLanes(di, even, even);
+#else
+    const auto odd = Combine(dw, MulOddLanes(x, one), MulOddLanes(k[0], one),
+                             MulOddLanes(k[1], one), MulOddLanes(k[2], one));
+    return JoinLanes(di, even, odd);
+#endif
+  }
+  template <class DW, class VW>
+  static HWY_INLINE VW Combine(DW dw, VW a, VW s1, VW s2, VW round) {
+    const VW v = hn::Add(hn::Add(a, hn::operator<<(a, s1)), round);
+    return SaturateToInt32(dw, hn::operator>>(v, s2));
+  }
+};
+
+// ------------------------------ Driver
+
+template <class Out, class DI, class V>
+HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
+  if constexpr (std::is_same<Out, std::int32_t>::value) {
+    hn::StoreU(v, di, p);
+  } else {
+    const hn::Rebind<Out, DI> dq;
+    hn::StoreU(hn::DemoteTo(dq, v), dq, p);
+  }
+}
+
+template <class Out, class Scheme, bool kVec>
+void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                   std::int64_t at) {
+  const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  using V = hn::Vec<decltype(di)>;
+  using VF = hn::Vec<decltype(df)>;
+  const std::size_t N = hn::Lanes(di);
+  constexpr int kSlots = Scheme::kSlots;
+  V k[kSlots > 0 ? kSlots : 1];
+  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
+  V bias = hn::Set(di, a.bias[at]);
+  const V zp = hn::Set(di, a.zero_point);
+  const V lo = hn::Set(di, a.lo);
+  const V hi = hn::Set(di, a.hi);
+  std::size_t i = 0;
+  for (; i + N <= n; i += N) {
+    if constexpr (kVec) {
+      for (int s = 0; s < kSlots; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
+      if constexpr (Scheme::kFloat) m = hn::LoadU(df, a.kf + at + i);
+      bias = hn::LoadU(di, a.bias + at + i);
+    }
+    const V v = SaturatingAdd32(di, hn::LoadU(di, x + i), bias);
+    const V r = SaturatingAdd32(di, Scheme::Apply(di, v, k, m), zp);
+    StoreNarrow<Out>(di, hn::Min(hn::Max(r, lo), hi), q + i);
+  }
+  if (i == n) return;
+  // Tail through buffers; padding lanes repeat the first tail element's constants.
+  const std::size_t rem = n - i;
+  HWY_ALIGN std::int32_t xb[kMaxLanes<std::int32_t>] = {};
+  HWY_ALIGN Out qb[kMaxLanes<std::int32_t>];
+  std::memcpy(xb, x + i, rem * sizeof(std::int32_t));
+  if constexpr (kVec) {
+    const std::int64_t t = at + static_cast<std::int64_t>(i);
+    HWY_ALIGN std::int32_t kb[kMaxLanes<std::int32_t>];
+    for (int s = 0; s < kSlots; ++s) {
+      for (std::size_t l = 0; l < N; ++l) kb[l] = a.k[s][t + static_cast<std::int64_t>(l < rem ? l : 0)];
+      k[s] = hn::Load(di, kb);
+    }
+    if constexpr (Scheme::kFloat) {
+      HWY_ALIGN float fb[kMaxLanes<float>];
+      for (std::size_t l = 0; l < N; ++l) fb[l] = a.kf[t + static_cast<std::int64_t>(l < rem ? l : 0)];
+      m = hn::Load(df, fb);
+    }
+    for (std::size_t l = 0; l < N; ++l) kb[l] = a.bias[t + static_cast<std::int64_t>(l < rem ? l : 0)];
+    bias = hn::Load(di, kb);
+  }
+  const V v = SaturatingAdd32(di, hn::Load(di, xb), bias);
+  const V r = SaturatingAdd32(di, Scheme::Apply(di, v, k, m), zp);
+  StoreNarrow<Out>(di, hn::Min(hn::Max(r, lo), hi), qb);
+  std::memcpy(q + i, qb, rem * sizeof(Out));
+}
+
+template <class Out, class Scheme>
+HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
+  const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
+                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+  RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
+}
+
+template <RequantScheme kScheme, RoundingMode kMode>
+struct SchemeOf;
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::float_multiplier, kMode> {
+  using type = RqFloat<typename RoundOpOf<kMode>::type>;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::power_of_two, kMode> {
+  using type = RqPowerOfTwo<kMode>;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::fixed_point, kMode> {
+  using type = RqFixedPointDouble;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::fixed_point_single, kMode> {
+  using type = RqFixedPointSingle;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::single_shift, kMode> {
+  using type = RqSingleShift;
+};
+template <RoundingMode kMode>
+struct SchemeOf<RequantScheme::double_shift, kMode> {
+  using type = RqDoubleShift;
+};
+
+// One output type, scheme and rounding: what static dispatch instantiates for a call site.
+template <class Out, RequantScheme kScheme, RoundingMode kMode>
+void RequantizeTyped(const RequantizeArgs& a) {
+  RequantizeWith<Out, typename SchemeOf<kScheme, kMode>::type>(a);
+}
+
+template <class Out, RequantScheme kScheme>
+HWY_INLINE void RequantizeRounded(const RequantizeArgs& a) {
+  switch (a.rounding) {
+    case RoundingMode::half_away: return RequantizeTyped<Out, kScheme, RoundingMode::half_away>(a);
+    case RoundingMode::half_up: return RequantizeTyped<Out, kScheme, RoundingMode::half_up>(a);
+    case RoundingMode::floor: return RequantizeTyped<Out, kScheme, RoundingMode::floor>(a);
+    case RoundingMode::toward_zero:
+      return RequantizeTyped<Out, kScheme, RoundingMode::toward_zero>(a);
+    default: return RequantizeTyped<Out, kScheme, RoundingMode::half_even>(a);
+  }
+}
+
+template <class Out>
+HWY_INLINE void RequantizeTo(const RequantizeArgs& a) {
+  constexpr RoundingMode kAny = RoundingMode::half_even;  // schemes without a rounding policy
+  switch (a.scheme) {
+    case RequantScheme::float_multiplier:
+      return RequantizeRounded<Out, RequantScheme::float_multiplier>(a);
+    case RequantScheme::power_of_two: return RequantizeRounded<Out, RequantScheme::power_of_two>(a);
+    case RequantScheme::fixed_point: return RequantizeTyped<Out, RequantScheme::fixed_point, kAny>(a);
+    case RequantScheme::fixed_point_single:
+      return RequantizeTyped<Out, RequantScheme::fixed_point_single, kAny>(a);
+    case RequantScheme::single_shift: return RequantizeTyped<Out, RequantScheme::single_shift, kAny>(a);
+    case RequantScheme::double_shift: return RequantizeTyped<Out, RequantScheme::double_shift, kAny>(a);
+  }
+}
+
+inline void Requantize(const RequantizeArgs& a) {
+  switch (a.out_type) {
+    case ElemType::i8: return RequantizeTo<std::int8_t>(a);
+    case ElemType::u8: return RequantizeTo<std::uint8_t>(a);
+    case ElemType::i16: return RequantizeTo<std::int16_t>(a);
+    case ElemType::u16: return RequantizeTo<std::uint16_t>(a);
+    case ElemType::i32: return RequantizeTo<std::int32_t>(a);
+    case ElemType::f32: return;  // not an integer output
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_REQUANTIZE_INL_H_ toggle
+// ---- end quantkit/simd/requantize-inl.h ----
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+
+template <int kUnused = 0>
+const Kernels* GetKernelsT() {
+  static const Kernels kernels = [] {
+    Kernels k;
+    k.target = HWY_TARGET;
+    k.name = hwy::TargetName(HWY_TARGET);
+    k.quantize = &Quantize;
+    k.dequantize = &Dequantize;
+    k.requantize = &Requantize;
+    k.pack = &Pack;
+    k.unpack = &Unpack;
+    k.minmax = &MinMax;
+    k.absmax = &AbsMax;
+    k.minmax_params = &MinMaxParams;
+    k.histogram = &Histogram;
+    return k;
+  }();
+  return &kernels;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_KERNELS_INL_H_ toggle
+// ---- end quantkit/simd/kernels-inl.h ----
+
+#if defined(QUANTKIT_SIMD_DYNAMIC) && defined(QUANTKIT_SIMD_STATIC)
+#error "quantkit: define at most one of QUANTKIT_SIMD_DYNAMIC and QUANTKIT_SIMD_STATIC"
+#endif
+
+#if defined(QUANTKIT_SIMD_DYNAMIC)
+#define QUANTKIT_SIMD_DYNAMIC_REF 2  // strong reference to the implementation
+#define QUANTKIT_SIMD_DYNAMIC_DECL
+#elif !defined(QUANTKIT_SIMD_STATIC) && (defined(__GNUC__) || defined(__clang__)) && \
+    defined(__ELF__)
+#define QUANTKIT_SIMD_DYNAMIC_REF 1  // weak reference: used when linked in
+#define QUANTKIT_SIMD_DYNAMIC_DECL __attribute__((weak))
+#else
+#define QUANTKIT_SIMD_DYNAMIC_REF 0  // static dispatch only
+#endif
+
+namespace quantkit {
+namespace simd {
+namespace detail {
+#if QUANTKIT_SIMD_DYNAMIC_REF
+// Defined by quantkit/simd/implementation.hpp.
+QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels() noexcept;
+QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels_for(std::int64_t target) noexcept;
+QUANTKIT_SIMD_DYNAMIC_DECL std::size_t dynamic_available(const Kernels** out,
+                                                         std::size_t capacity) noexcept;
+#endif
+
+inline bool dynamic_linked() noexcept {
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  return true;
+#elif QUANTKIT_SIMD_DYNAMIC_REF == 1
+  const Kernels* (*f)() noexcept = &dynamic_kernels;
+  return f != nullptr;
+#else
+  return false;
+#endif
+}
+}  // namespace detail
+
+// The kernels of this translation unit's static target (header-only, no libhwy needed).
+template <int kUnused = 0>
+const Kernels& static_kernels() {
+  return *HWY_STATIC_DISPATCH(GetKernelsT)<kUnused>();
+}
+
+// True when the kernels are chosen at run time (the implementation is linked in).
+inline bool dynamic_dispatch() noexcept { return detail::dynamic_linked(); }
+
+// The kernels every quantkit::simd function uses by default: the CPU's best compiled target
+// under dynamic dispatch (honouring hwy::SetSupportedTargetsForTest / hwy::DisableTargets),
+// else the static target.
+template <int kUnused = 0>
+const Kernels& active_kernels() {
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (detail::dynamic_linked()) return *detail::dynamic_kernels();
+#endif
+  return static_kernels<kUnused>();
+}
+
+// The kernels of one target (HWY_AVX3, HWY_AVX2, HWY_SSE4, HWY_SCALAR, ...), or nullptr when
+// that target was not compiled or the CPU does not support it. Without dynamic dispatch only
+// the static target exists.
+template <int kUnused = 0>
+const Kernels* kernels_for(std::int64_t target) {
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (detail::dynamic_linked()) return detail::dynamic_kernels_for(target);
+#endif
+  return target == HWY_STATIC_TARGET ? &static_kernels<kUnused>() : nullptr;
+}
+
+// Every compiled target the CPU supports, best first.
+template <int kUnused = 0>
+std::vector<const Kernels*> available_kernels() {
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (detail::dynamic_linked()) {
+    const Kernels* list[64];
+    const std::size_t n = detail::dynamic_available(list, 64);
+    return std::vector<const Kernels*>(list, list + n);
+  }
+#endif
+  return {&static_kernels<kUnused>()};
+}
+
+}  // namespace simd
+}  // namespace quantkit
+// ---- end quantkit/simd/dispatch.hpp ----
+
+namespace quantkit {
+namespace simd {
+namespace detail {
+
+template <class T>
+constexpr bool is_kernel_int_v =
+    std::is_same<T, std::int8_t>::value || std::is_same<T, std::uint8_t>::value ||
+    std::is_same<T, std::int16_t>::value || std::is_same<T, std::uint16_t>::value ||
+    std::is_same<T, std::int32_t>::value;
+
+template <class R>
+struct is_round_stochastic : std::false_type {};
+template <class G>
+struct is_round_stochastic<RoundStochastic<G>> : std::true_type {};
+
+// The mode a kernel implements for rounding policy R: only quantkit's own policy types
+// (a user type is `custom` whatever its `mode` says, and runs the reference).
+template <class R>
+constexpr RoundingMode kernel_rounding() {
+  using T = std::remove_cv_t<R>;
+  if constexpr (std::is_same<T, RoundHalfEven>::value) return RoundingMode::half_even;
+  else if constexpr (std::is_same<T, RoundHalfAway>::value) return RoundingMode::half_away;
+  else if constexpr (std::is_same<T, RoundHalfUp>::value) return RoundingMode::half_up;
+  else if constexpr (std::is_same<T, RoundFloor>::value) return RoundingMode::floor;
+  else if constexpr (std::is_same<T, RoundTowardZero>::value) return RoundingMode::toward_zero;
+  else if constexpr (is_round_stochastic<T>::value) return RoundingMode::stochastic;
+  else return RoundingMode::custom;
+}
+
+// The uniforms of RoundStochastic, in element order; NaN elements draw nothing.
+template <class R>
+void fill_uniforms(void* context, const float* x, std::size_t n, float* u) {
+  const R& round = *static_cast<const R*>(context);
+  for (std::size_t i = 0; i < n; ++i) u[i] = std::isnan(x[i]) ? 0.0f : round.next_uniform();
+}
+
+template <class R>
+UniformSource uniform_source(const R& round) {
+  UniformSource s;
+  if constexpr (is_round_stochastic<std::remove_cv_t<R>>::value) {
+    s.context = const_cast<void*>(static_cast<const void*>(&round));
+    s.fill = &fill_uniforms<std::remove_cv_t<R>>;
+  }
+  return s;
+}
+
+// Whether the kernels cover quantization range r into Out: the range fits Out (the reference
+// wraps otherwise) and |qmin|, |qmax| <= 2^24 (clamping in float is exact).
+template <class Out>
+bool range_ok(IntRange r) {
+  constexpr std::int64_t kFloatExact = std::int64_t{1} << 24;
+  if (r.qmin < -kFloatExact || r.qmax > kFloatExact) return false;
+  if constexpr (std::is_same<Out, float>::value) {
+    return true;
+  } else {
+    return r.qmin >= std::numeric_limits<Out>::min() && r.qmax <= std::numeric_limits<Out>::max();
+  }
+}
+
+// Parameters per parameter index; one inline value for per-tensor (no allocation).
+template <class T>
+class ParamArray {
+ public:
+  explicit ParamArray(std::size_t n) {
+    if (n > 1) heap_.resize(n);
+  }
+  T* data() { return heap_.empty() ? &one_ : heap_.data(); }
+  T& operator[](std::size_t i) { return data()[i]; }
+
+ private:
+  T one_{};
+  std::vector<T> heap_;
+};
+
+// The plan of an element-wise operation over `shape` (input strides `sin`, output strides
+// `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
+// wherever both views and the parameter index allow, so that contiguous tensors become one
+// long row (per-tensor), rows per channel (per-channel, axis not last), or rows with
+// per-element parameter vectors (per-channel on the last axis, per-group across it).
+inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout) {
+  struct Dim {
+    std::int64_t n, si, so, ps, pd;
+  };
+  const int rank = shape.rank;
+  std::int64_t pstride[max_rank] = {};
+  std::int64_t pdiv[max_rank];
+  for (int d = 0; d < max_rank; ++d) pdiv[d] = 1;
+  if (layout.kind() == GranularityKind::per_channel) {
+    pstride[layout.axis()] = 1;
+  } else if (layout.kind() == GranularityKind::per_group) {
+    const int a = layout.axis();
+    const std::int64_t b = layout.block_size();
+    Dims pshape = shape;
+    pshape[a] = (shape[a] + b - 1) / b;
+    const Dims ps = contiguous_strides(pshape);
+    for (int d = 0; d < rank; ++d) pstride[d] = ps[d];
+    pdiv[a] = b;
+  }
+  Plan plan;
+  for (int d = 0; d < max_rank; ++d) plan.param_div[d] = 1;
+  if (shape.product() == 0) {
+    plan.rank = 1;
+    plan.shape[0] = 0;
+    return plan;
+  }
+  Dim dims[max_rank];
+  int r = 0;
+  for (int d = 0; d < rank; ++d)
+    if (shape[d] != 1) dims[r++] = Dim{shape[d], sin[d], sout[d], pstride[d], pdiv[d]};
+  if (r == 0) dims[r++] = Dim{1, 1, 1, 0, 1};
+  // Merge from the innermost dimension outwards.
+  Dim merged[max_rank];
+  int m = 0;
+  merged[0] = dims[r - 1];
+  for (int d = r - 2; d >= 0; --d) {
+    Dim& inner = merged[m];
+    const Dim& outer = dims[d];
+    if (outer.si == inner.si * inner.n && outer.so == inner.so * inner.n && outer.pd == 1 &&
+        inner.pd == 1 && outer.ps == inner.ps * inner.n) {
+      inner.n *= outer.n;
+    } else {
+      merged[++m] = outer;
+    }
+  }
+  plan.rank = m + 1;
+  for (int d = 0; d < plan.rank; ++d) {
+    const Dim& src = merged[m - d];
+    plan.shape[d] = src.n;
+    plan.in_stride[d] = src.si;
+    plan.out_stride[d] = src.so;
+    plan.param_stride[d] = src.ps;
+    plan.param_div[d] = src.pd;
+  }
+  const int last = plan.rank - 1;
+  // Along a row the parameter index advances by 1 per element or per block (the parameter
+  // layout is row-major with the row's dimension innermost), or not at all.
+  if (plan.param_stride[last] == 0) {
+    plan.inner = InnerParams::constant;
+  } else if (plan.param_div[last] == 1) {
+    plan.inner = InnerParams::per_element;
+  } else {
+    plan.inner = InnerParams::blocks;
+    plan.inner_block = plan.param_div[last];
+  }
+  plan.param_stride[last] = 0;  // the row's own term is handled by `inner`
+  plan.param_div[last] = 1;
+  return plan;
+}
+
+inline Plan contiguous_plan(std::size_t n) {
+  Plan plan;
+  plan.rank = 1;
+  plan.shape[0] = static_cast<std::int64_t>(n);
+  plan.in_stride[0] = 1;
+  plan.out_stride[0] = 1;
+  plan.param_div[0] = 1;
+  return plan;
+}
+
+inline void check_scale(float scale, std::int32_t zero_point, IntRange r) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    quantkit::detail::fail("simd: scale is ", scale, "; expected a finite value > 0");
+  if (r.qmin >= r.qmax)
+    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax, "] is empty; expected qmin < qmax");
+  if (zero_point < r.qmin || zero_point > r.qmax)
+    quantkit::detail::fail("simd: zero point ", zero_point, "; expected a value in [", r.qmin, ", ",
+                           r.qmax, "]");
+}
+
+template <class Q>
+IntRange full_range() {
+  return IntRange{static_cast<std::int32_t>(std::numeric_limits<Q>::min()),
+                  static_cast<std::int32_t>(std::numeric_limits<Q>::max())};
+}
+
+// Runs a kernel: on `kernels` when given, else on the runtime-dispatched kernels when the
+// implementation is linked in, else on this translation unit's static target — instantiating
+// only the variant this call site needs (compile time of header-only users).
+template <class Out, RoundingMode kMode>
+void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
+  if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->quantize(a);
+#endif
+  HWY_STATIC_DISPATCH(QuantizeTyped)<Out, kMode>(a);
+}
+template <class Out>
+void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
+  if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->quantize(a);
+#endif
+  HWY_STATIC_DISPATCH(QuantizeTo)<Out>(a);
+}
+template <class In>
+void run_dequantize(const Kernels* kernels, const DequantizeArgs& a) {
+  if (kernels != nullptr) return kernels->dequantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->dequantize(a);
+#endif
+  HWY_STATIC_DISPATCH(DequantizeFrom)<In>(a);
+}
+template <class Out, RequantScheme kScheme, RoundingMode kMode>
+void run_requantize(const Kernels* kernels, const RequantizeArgs& a) {
+  if (kernels != nullptr) return kernels->requantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->requantize(a);
+#endif
+  HWY_STATIC_DISPATCH(RequantizeTyped)<Out, kScheme, kMode>(a);
+}
+// The other kernels: a function of `kernels`, of the runtime-dispatched table, or the static
+// target's function.
+template <class F>
+F pick(const Kernels* kernels, F Kernels::*member, F static_fn) {
+  if (kernels != nullptr) return kernels->*member;
+#if QUANTKIT_SIMD_DYNAMIC_REF
+  if (dynamic_linked()) return dynamic_kernels()->*member;
+#endif
+  return static_fn;
+}
+
+}  // namespace detail
+
+// ==================================================================== View API
+
+// q = clamp(R(x / s) + z) — quantkit::ref::quantize, in SIMD.
+template <class In, int RI, class Q, int RO, class Rounding = RoundHalfEven>
+void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
+              const Rounding& round = {},
+              ScaleApplicationKind application = ScaleApplicationKind::divide,
+              const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::quantize: input must be float");
+  using Out = std::remove_const_t<Q>;
+  constexpr RoundingMode mode = detail::kernel_rounding<Rounding>();
+  if constexpr (mode == RoundingMode::custom || !detail::is_kernel_int_v<Out>) {
+    ref::quantize(x, p, q, round, application);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize");
+    if (!detail::range_ok<Out>(p.range)) {
+      ref::quantize(x, p, q, round, application);
+      return;
+    }
+    const std::size_t count = p.size();
+    detail::ParamArray<float> factor(count), zero(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      factor[i] = scale_factor(application, p.scale[i]);
+      zero[i] = static_cast<float>(p.zero_point[i]);
+    }
+    QuantizeArgs a;
+    a.plan = detail::make_plan(x.shape(), x.strides(), q.strides(), layout);
+    a.x = x.data();
+    a.out = const_cast<Out*>(q.data());
+    a.out_type = elem_type_of<Out>::value;
+    a.rounding = mode;
+    a.application = application;
+    a.factor = factor.data();
+    a.zero = zero.data();
+    a.qmin = static_cast<float>(p.range.qmin);
+    a.qmax = static_cast<float>(p.range.qmax);
+    a.uniforms = detail::uniform_source(round);
+    detail::run_quantize<Out, mode>(kernels, a);
+  }
+}
+
+// y = dequantize(quantize(x)) — quantkit::ref::fake_quantize, in SIMD.
+template <class In, int RI, int RO, class Rounding = RoundHalfEven>
+void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float, RO>& y,
+                   const Rounding& round = {},
+                   ScaleApplicationKind application = ScaleApplicationKind::divide,
+                   const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::fake_quantize: input must be float");
+  constexpr RoundingMode mode = detail::kernel_rounding<Rounding>();
+  if constexpr (mode == RoundingMode::custom) {
+    ref::fake_quantize(x, p, y, round, application);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(x, y, p, "fake_quantize");
+    if (!detail::range_ok<float>(p.range)) {
+      ref::fake_quantize(x, p, y, round, application);
+      return;
+    }
+    const std::size_t count = p.size();
+    detail::ParamArray<float> factor(count), zero(count), scale(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      factor[i] = scale_factor(application, p.scale[i]);
+      zero[i] = static_cast<float>(p.zero_point[i]);
+      scale[i] = p.scale[i];
+    }
+    QuantizeArgs a;
+    a.plan = detail::make_plan(x.shape(), x.strides(), y.strides(), layout);
+    a.x = x.data();
+    a.out = y.data();
+    a.out_type = ElemType::f32;
+    a.rounding = mode;
+    a.application = application;
+    a.factor = factor.data();
+    a.zero = zero.data();
+    a.scale = scale.data();
+    a.qmin = static_cast<float>(p.range.qmin);
+    a.qmax = static_cast<float>(p.range.qmax);
+    a.uniforms = detail::uniform_source(round);
+    detail::run_quantize<float, mode>(kernels, a);
+  }
+}
+
+// x = float(q - z) * s — quantkit::ref::dequantize, in SIMD.
+template <class Q, int RI, int RO>
+void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x,
+                const Kernels* kernels = nullptr) {
+  using In = std::remove_const_t<Q>;
+  if constexpr (!detail::is_kernel_int_v<In>) {
+    ref::dequantize(q, p, x);
+  } else {
+    const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
+    DequantizeArgs a;
+    a.plan = detail::make_plan(q.shape(), q.strides(), x.strides(), layout);
+    a.q = q.data();
+    a.in_type = elem_type_of<In>::value;
+    a.out = x.data();
+    a.scale = p.scale.data();
+    a.zero = p.zero_point.data();
+    detail::run_dequantize<In>(kernels, a);
+  }
+}
+
+// 2-/4-bit values quantized and packed low bits first in row-major order of x's shape
+// (ref::quantize then ref::pack). `out` holds packed_size(x.size(), bits) bytes.
+template <class In, int RI, class Rounding = RoundHalfEven>
+void quantize_packed(const View<In, RI>& x, const QuantParams& p, int bits, std::uint8_t* out,
+                     std::size_t out_size, const Rounding& round = {},
+                     ScaleApplicationKind application = ScaleApplicationKind::divide,
+                     const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<In>, float>::value,
+                "simd::quantize_packed: input must be float");
+  const auto n = static_cast<std::size_t>(x.size());
+  if (bits != 2 && bits != 4)
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": cannot pack ", bits,
+                           "-bit values; expected 2 or 4 bits");
+  if (out_size < packed_size(n, bits))
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": packed output has ",
+                           out_size, " bytes; expected ", packed_size(n, bits), " for ", n, " values");
+  const auto run = [&](auto tag) {
+    using Value = decltype(tag);
+    constexpr std::size_t kChunk = 4096;  // divisible by 2 and 4: chunks start on byte boundaries
+    if (p.granularity.kind == GranularityKind::per_tensor && x.is_contiguous() && n > kChunk) {
+      p.validate(x.name());
+      Value values[kChunk];
+      for (std::size_t i = 0; i < n; i += kChunk) {
+        const std::size_t m = n - i < kChunk ? n - i : kChunk;
+        const Dims shape{static_cast<std::int64_t>(m)};
+        quantize(View<const float>(x.data() + i, shape), p, View<Value>(values, shape), round,
+                 application, kernels);
+        detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values), m,
+                                               bits, out + i / (8 / bits));
+      }
+      return;
+    }
+    std::vector<Value> values(n);
+    quantize(x, p, View<Value>(values.data(), x.shape(), x.name()), round, application, kernels);
+    detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values.data()), n,
+                                           bits, out);
+  };
+  if (p.range.qmin < 0)
+    run(std::int8_t{});
+  else
+    run(std::uint8_t{});
+}
+
+// Unpacks n = x.size() values (sign-extended when is_signed) and dequantizes them into x.
+template <int RO>
+void dequantize_packed(const std::uint8_t* packed, std::size_t packed_bytes, int bits,
+                       bool is_signed, const QuantParams& p, const View<float, RO>& x,
+                       const Kernels* kernels = nullptr) {
+  const auto n = static_cast<std::size_t>(x.size());
+  if (bits != 2 && bits != 4)
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": cannot unpack ", bits,
+                           "-bit values; expected 2 or 4 bits");
+  if (packed_bytes != packed_size(n, bits))
+    quantkit::detail::fail(quantkit::detail::describe_tensor(x.name()), ": packed input has ",
+                           packed_bytes, " bytes; expected ", packed_size(n, bits), " for ", n,
+                           " values");
+  if (is_signed) {
+    std::vector<std::int8_t> values(n);
+    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, true,
+                                             reinterpret_cast<std::uint8_t*>(values.data()));
+    dequantize(View<const std::int8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
+  } else {
+    std::vector<std::uint8_t> values(n);
+    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, false, values.data());
+    dequantize(View<const std::uint8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
+  }
+}
+
+namespace detail {
+
+// Per-channel kernel constants of a requantization scheme (see RequantizeArgs); false when a
+// constant lies outside what the kernels cover (the reference handles it).
+template <class Scheme>
+bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, float* kf) {
+  constexpr RequantScheme s = Scheme::scheme;
+  if constexpr (s == RequantScheme::float_multiplier) {
+    *kf = c.multiplier;
+    return std::isfinite(c.multiplier);
+  } else if constexpr (s == RequantScheme::power_of_two) {
+    if (c.shift < 0 || c.shift > 31) return false;
+    k[0] = c.shift;
+    k[1] = static_cast<std::int32_t>((std::int64_t{1} << c.shift) - 1);
+    k[2] = c.shift == 0 ? 1 : static_cast<std::int32_t>(std::int64_t{1} << (c.shift - 1));
+    return true;
+  } else if constexpr (s == RequantScheme::fixed_point) {
+    const int left = c.shift > 0 ? c.shift : 0;
+    const int right = c.shift > 0 ? 0 : -c.shift;
+    if (left > 31 || right > 31) return false;
+    const std::int64_t mask = (std::int64_t{1} << right) - 1;
+    k[0] = c.multiplier;
+    k[1] = left;
+    k[2] = right;
+    k[3] = static_cast<std::int32_t>(mask);
+    k[4] = static_cast<std::int32_t>(mask >> 1);
+    k[5] = std::numeric_limits<std::int32_t>::min() >> left;
+    k[6] = std::numeric_limits<std::int32_t>::max() >> left;
+    return true;
+  } else if constexpr (s == RequantScheme::fixed_point_single) {
+    if (c.shift < -31 || c.shift > 30) return false;
+    k[0] = c.multiplier;
+    k[1] = 30 - c.shift;
+    return true;
+  } else if constexpr (s == RequantScheme::single_shift) {
+    if (c.shift < 0 || c.shift > 63) return false;
+    k[0] = c.shift > 31 ? 31 : c.shift;  // int32 >> 31.. is the sign either way
+    return true;
+  } else {  // double_shift
+    if (c.shift1 < 0 || c.shift1 > 31 || c.shift2 < 1 || c.shift2 > 31) return false;
+    k[0] = c.shift1;
+    k[1] = c.shift2;
+    k[2] = static_cast<std::int32_t>(std::int64_t{1} << (c.shift2 - 1));
+    return true;
+  }
+}
+
+template <class Scheme, class = void>
+struct requant_rounding {
+  static constexpr RoundingMode value = RoundingMode::half_even;
+};
+template <class Scheme>
+struct requant_rounding<Scheme, std::void_t<typename Scheme::rounding>> {
+  static constexpr RoundingMode value = kernel_rounding<typename Scheme::rounding>();
+};
+
+template <class Scheme>
+constexpr bool requant_supported() {
+  constexpr RequantScheme s = Scheme::scheme;
+  if constexpr (s == RequantScheme::float_multiplier || s == RequantScheme::power_of_two) {
+    constexpr RoundingMode m = requant_rounding<Scheme>::value;
+    return m != RoundingMode::custom && m != RoundingMode::stochastic;
+  } else {
+    return true;
+  }
+}
+
+}  // namespace detail
+
+// out = clamp(Scheme::apply(sat32(acc + bias[c]), k[c]) + zp, clamp_min, clamp_max) —
+// quantkit::ref::requantize, in SIMD (same checks and error messages).
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const View<Out, RO>& out,
+                const std::string& layer = {}, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<Acc>, std::int32_t>::value,
+                "simd::requantize: accumulators must be std::int32_t");
+  using O = std::remove_const_t<Out>;
+  if constexpr (!detail::requant_supported<Scheme>() || !detail::is_kernel_int_v<O>) {
+    ref::requantize(acc, p, out, layer);
+  } else {
+    if (acc.shape() != out.shape() || p.clamp_min > p.clamp_max) {
+      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      return;
+    }
+    const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
+    const Granularity g =
+        per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
+    const ParamLayout layout(acc.shape(), g, layer);
+    const std::int64_t channels = layout.count();
+    if ((p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels) ||
+        (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)) {
+      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      return;
+    }
+    if (p.clamp_min < std::numeric_limits<O>::min() || p.clamp_max > std::numeric_limits<O>::max()) {
+      ref::requantize(acc, p, out, layer);  // a clamp wider than the output type wraps there
+      return;
+    }
+    const auto count = static_cast<std::size_t>(channels);
+    detail::ParamArray<std::int32_t> k[7] = {
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
+        detail::ParamArray<std::int32_t>(count)};
+    detail::ParamArray<float> kf(count);
+    detail::ParamArray<std::int32_t> bias(count);
+    for (std::size_t c = 0; c < count; ++c) {
+      const auto& constants = p.constants.size() == 1 ? p.constants[0] : p.constants[c];
+      std::int32_t kc[7] = {};
+      if (!detail::requant_constants<Scheme>(constants, kc, &kf[c])) {
+        ref::requantize(acc, p, out, layer);
+        return;
+      }
+      for (int s = 0; s < 7; ++s) k[s][c] = kc[s];
+      bias[c] = p.bias.empty() ? 0 : p.bias[c];
+    }
+    RequantizeArgs a;
+    a.plan = detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout);
+    a.acc = acc.data();
+    a.out = out.data();
+    a.out_type = elem_type_of<O>::value;
+    a.scheme = Scheme::scheme;
+    a.rounding = detail::requant_rounding<Scheme>::value;
+    for (int s = 0; s < 7; ++s) a.k[s] = k[s].data();
+    a.kf = kf.data();
+    a.bias = bias.data();
+    a.zero_point = p.output_zero_point;
+    a.lo = p.clamp_min;
+    a.hi = p.clamp_max;
+    detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
+  }
+}
+
+// ==================================================================== Raw-pointer API
+
+// Options of the raw-pointer quantize/fake_quantize: a built-in rounding mode (not stochastic
+// or custom: use the View API with the policy object for those), the scale application, and
+// the integer range (default: the output type's full range).
+struct QuantizeOptions {
+  RoundingMode rounding = RoundingMode::half_even;
+  ScaleApplicationKind application = ScaleApplicationKind::divide;
+  bool has_range = false;
+  IntRange range{};
+
+  QuantizeOptions& with_rounding(RoundingMode m) {
+    rounding = m;
+    return *this;
+  }
+  QuantizeOptions& with_application(ScaleApplicationKind a) {
+    application = a;
+    return *this;
+  }
+  QuantizeOptions& with_range(IntRange r) {
+    has_range = true;
+    range = r;
+    return *this;
+  }
+};
+
+namespace detail {
+template <class Q>
+void raw_quantize(const float* x, const Plan& plan, const float* scales, const std::int32_t* zero_points,
+                  std::size_t count, const QuantizeOptions& o, Q* out, const Kernels* kernels) {
+  static_assert(is_kernel_int_v<Q> || std::is_same<Q, float>::value,
+                "simd::quantize: output must be int8/uint8/int16/uint16/int32 (float: fake_quantize)");
+  if (o.rounding == RoundingMode::custom || o.rounding == RoundingMode::stochastic)
+    quantkit::detail::fail("simd::quantize: raw-pointer calls take a built-in deterministic rounding "
+                           "mode; pass RoundStochastic/custom policies to the View overload");
+  IntRange r;
+  if (o.has_range) {
+    r = o.range;
+  } else if constexpr (std::is_same<Q, float>::value || std::is_same<Q, std::int32_t>::value) {
+    quantkit::detail::fail("simd: float/int32 outputs need an explicit range (QuantizeOptions::with_range)");
+  } else {
+    r = full_range<Q>();
+  }
+  if (!range_ok<Q>(r))
+    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
+                           "] does not fit the output type (or exceeds +-2^24)");
+  ParamArray<float> factor(count), zero(count), scale(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    check_scale(scales[i], zero_points[i], r);
+    factor[i] = scale_factor(o.application, scales[i]);
+    zero[i] = static_cast<float>(zero_points[i]);
+    scale[i] = scales[i];
+  }
+  QuantizeArgs a;
+  a.plan = plan;
+  a.x = x;
+  a.out = out;
+  a.out_type = elem_type_of<Q>::value;
+  a.rounding = o.rounding;
+  a.application = o.application;
+  a.factor = factor.data();
+  a.zero = zero.data();
+  a.scale = scale.data();
+  a.qmin = static_cast<float>(r.qmin);
+  a.qmax = static_cast<float>(r.qmax);
+  run_quantize_any_rounding<Q>(kernels, a);
+}
+
+inline Plan rows_plan(std::size_t rows, std::size_t cols, int axis) {
+  if (axis != 0 && axis != 1)
+    quantkit::detail::fail("simd::quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
+  Plan plan;
+  plan.rank = 2;
+  plan.shape[0] = static_cast<std::int64_t>(rows);
+  plan.shape[1] = static_cast<std::int64_t>(cols);
+  plan.in_stride[0] = plan.out_stride[0] = static_cast<std::int64_t>(cols);
+  plan.in_stride[1] = plan.out_stride[1] = 1;
+  plan.param_div[0] = plan.param_div[1] = 1;
+  if (axis == 0) {
+    plan.param_stride[0] = 1;
+    plan.inner = InnerParams::constant;
+  } else {
+    plan.inner = InnerParams::per_element;
+  }
+  return plan;
+}
+}  // namespace detail
+
+// Per tensor, contiguous: out[i] = clamp(R(x[i] / scale) + zero_point).
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
+              const QuantizeOptions& options, Q* out, const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, out, kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
+              const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, QuantizeOptions{},
+                       out, kernels);
+}
+
+// A row-major [rows, cols] matrix with one (scale, zero point) per row (axis 0) or per column
+// (axis 1).
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points,
+                          const QuantizeOptions& options, Q* out,
+                          const Kernels* kernels = nullptr) {
+  detail::raw_quantize(x, detail::rows_plan(rows, cols, axis), scales, zero_points,
+                       axis == 0 ? rows : cols, options, out, kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points, Q* out,
+                          const Kernels* kernels = nullptr) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, QuantizeOptions{}, out, kernels);
+}
+
+// Per tensor: y[i] = float(q - zero_point) * scale with q as quantize() computes it; the
+// range must be given (options.with_range).
+template <class T>
+void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
+                   const QuantizeOptions& options, float* y, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::fake_quantize: input must be float");
+  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, y, kernels);
+}
+
+// Per tensor: x[i] = float(q[i] - zero_point) * scale.
+template <class Q>
+void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
+                const Kernels* kernels = nullptr) {
+  static_assert(detail::is_kernel_int_v<Q>,
+                "simd::dequantize: input must be int8/uint8/int16/uint16/int32");
+  DequantizeArgs a;
+  a.plan = detail::contiguous_plan(n);
+  a.q = q;
+  a.in_type = elem_type_of<Q>::value;
+  a.out = x;
+  a.scale = &scale;
+  a.zero = &zero_point;
+  detail::run_dequantize<Q>(kernels, a);
+}
+
+// n accumulators, per tensor or with p.constants/p.bias per channel along the last dimension
+// of an [n / channels, channels] matrix.
+template <class Scheme, class Out>
+void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Scheme>& p, Out* out,
+                const Kernels* kernels = nullptr) {
+  const std::size_t channels = p.constants.size() > 1 ? p.constants.size() : (p.bias.size() > 1 ? p.bias.size() : 1);
+  if (n % channels != 0)
+    quantkit::detail::fail("simd::requantize: ", n, " accumulators for ", channels,
+                           " channels; expected a multiple");
+  const Dims shape{static_cast<std::int64_t>(n / channels), static_cast<std::int64_t>(channels)};
+  RequantParams<Scheme> q = p;
+  q.channel_axis = -1;
+  requantize(View<const std::int32_t>(acc, shape), q, View<Out>(out, shape), {}, kernels);
+}
+
+// ==================================================================== Reductions
+
+// Min and max of the finite values of x[0..n) (std::min/std::max order) and the count of
+// non-finite values.
+template <class T>
+MinMaxResult minmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::minmax: input must be float");
+  return detail::pick(kernels, &Kernels::minmax, &HWY_STATIC_DISPATCH(MinMax))(x, n);
+}
+
+// max |x| over the finite values of x[0..n) (0 if none) and the count of non-finite values.
+template <class T>
+AbsMaxResult absmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::absmax: input must be float");
+  return detail::pick(kernels, &Kernels::absmax, &HWY_STATIC_DISPATCH(AbsMax))(x, n);
+}
+
+// Running min/max per parameter (channel or block of `granularity` over x's shape), updated
+// in place exactly as Range::include does element by element; min/max hold layout.count()
+// values (start them at +inf/-inf). Non-finite values are skipped; returns how many.
+template <class T, int R>
+std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float* min, float* max,
+                             const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<std::remove_const_t<T>, float>::value,
+                "simd::minmax_per_param: input must be float");
+  const ParamLayout layout(x.shape(), granularity, x.name());
+  MinMaxParamsArgs a;
+  a.plan = detail::make_plan(x.shape(), x.strides(), x.strides(), layout);
+  a.x = x.data();
+  a.min = min;
+  a.max = max;
+  return detail::pick(kernels, &Kernels::minmax_params, &HWY_STATIC_DISPATCH(MinMaxParams))(a);
+}
+
+// Adds the histogram of x[0..n) (|x| when absolute) over [lo, hi] in `bins` bins to counts
+// (torch.histc's binning: bin = min(bins - 1, int(((v - lo) * bins) / (hi - lo)))); returns
+// the counts of values below lo, above hi and NaN, which are not binned.
+template <class T>
+HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                          std::uint64_t* counts, bool absolute = false,
+                          const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram: ", bins, " bins; expected 1 to 2^24");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.absolute = absolute;
+  a.counts = counts;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
+// ==================================================================== Kernels by reference
+// The same functions with the kernels of one target given by reference, e.g.
+// quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
+
+template <class In, int RI, class Q, int RO, class Rounding>
+void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
+              const Rounding& round, ScaleApplicationKind application, const Kernels& kernels) {
+  quantize(x, p, q, round, application, &kernels);
+}
+template <class In, int RI, int RO, class Rounding>
+void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float, RO>& y,
+                   const Rounding& round, ScaleApplicationKind application, const Kernels& kernels) {
+  fake_quantize(x, p, y, round, application, &kernels);
+}
+template <class Q, int RI, int RO>
+void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO>& x,
+                const Kernels& kernels) {
+  dequantize(q, p, x, &kernels);
+}
+template <class In, int RI, class Rounding>
+void quantize_packed(const View<In, RI>& x, const QuantParams& p, int bits, std::uint8_t* out,
+                     std::size_t out_size, const Rounding& round, ScaleApplicationKind application,
+                     const Kernels& kernels) {
+  quantize_packed(x, p, bits, out, out_size, round, application, &kernels);
+}
+template <int RO>
+void dequantize_packed(const std::uint8_t* packed, std::size_t packed_bytes, int bits,
+                       bool is_signed, const QuantParams& p, const View<float, RO>& x,
+                       const Kernels& kernels) {
+  dequantize_packed(packed, packed_bytes, bits, is_signed, p, x, &kernels);
+}
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const View<Out, RO>& out,
+                const std::string& layer, const Kernels& kernels) {
+  requantize(acc, p, out, layer, &kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
+              const QuantizeOptions& options, Q* out, const Kernels& kernels) {
+  quantize(x, n, scale, zero_point, options, out, &kernels);
+}
+template <class Q>
+void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
+              const Kernels& kernels) {
+  quantize(x, n, scale, zero_point, out, &kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points,
+                          const QuantizeOptions& options, Q* out, const Kernels& kernels) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, options, out, &kernels);
+}
+template <class Q>
+void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, int axis,
+                          const float* scales, const std::int32_t* zero_points, Q* out,
+                          const Kernels& kernels) {
+  quantize_per_channel(x, rows, cols, axis, scales, zero_points, out, &kernels);
+}
+template <class T>
+void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
+                   const QuantizeOptions& options, float* y, const Kernels& kernels) {
+  fake_quantize(x, n, scale, zero_point, options, y, &kernels);
+}
+template <class Q>
+void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
+                const Kernels& kernels) {
+  dequantize(q, n, scale, zero_point, x, &kernels);
+}
+template <class Scheme, class Out>
+void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Scheme>& p, Out* out,
+                const Kernels& kernels) {
+  requantize(acc, n, p, out, &kernels);
+}
+template <class T>
+MinMaxResult minmax(const T* x, std::size_t n, const Kernels& kernels) {
+  return minmax(x, n, &kernels);
+}
+template <class T>
+AbsMaxResult absmax(const T* x, std::size_t n, const Kernels& kernels) {
+  return absmax(x, n, &kernels);
+}
+template <class T, int R>
+std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float* min, float* max,
+                             const Kernels& kernels) {
+  return minmax_per_param(x, granularity, min, max, &kernels);
+}
+template <class T>
+HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                          std::uint64_t* counts, bool absolute, const Kernels& kernels) {
+  return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+
+}  // namespace simd
+}  // namespace quantkit
+// ---- end quantkit/simd/api.hpp ----
+// ---- end quantkit/simd/simd.hpp ----
+
+namespace quantkit {
+namespace detail {
+namespace kernels {
+
+// Whether quantkit::simd's reductions run here on vectors (runtime dispatch, or a static target
+// wider than scalar emulation); otherwise the plain loops below, which the compiler vectorizes
+// for the baseline target, are faster. Both give the same results.
+// Tests set plain_reductions_only() to run the plain loops where SIMD kernels are available.
+inline bool& plain_reductions_only() {
+  static bool only = false;
+  return only;
+}
+inline bool simd_reductions() {
+  if (plain_reductions_only()) return false;
+  const std::int64_t t = simd::active_kernels().target;
+  return t != HWY_SCALAR && t != HWY_EMU128;
+}
+
+// Blocks the contiguous loops work on: 16 independent lanes vectorize at any SIMD width.
+inline constexpr int kLanes = 16;
+
+// Keeps the compiler from fusing a multiply with a following add (FMA contraction changes
+// float results; PyTorch's eager ops round every step).
+// (An empty asm statement the value must pass through; volatile elsewhere.)
+inline float rounded(float v) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+  __asm__ volatile("" : "+x"(v));
+  return v;
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+  __asm__ volatile("" : "+w"(v));
+  return v;
+#else
+  volatile float t = v;
+  return t;
+#endif
+}
+
+// Min and max of n values (stride in elements). Returns false when a NaN or an infinity was
+// among them (then mn/mx are not meaningful); otherwise widens [mn, mx] to include them.
+template <class T>
+bool minmax(const T* p, std::int64_t n, std::int64_t stride, float& mn, float& mx) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      const simd::MinMaxResult r = simd::minmax(p, static_cast<std::size_t>(n));
+      if (r.finite != 0) {
+        mn = std::min(mn, r.min);
+        mx = std::max(mx, r.max);
+      }
+      return r.nonfinite == 0;
+    }
+  }
+  if (stride == 1 && n >= kLanes) {
+    float lo[kLanes], hi[kLanes], z[kLanes];
+    for (int j = 0; j < kLanes; ++j) {
+      lo[j] = std::numeric_limits<float>::infinity();
+      hi[j] = -std::numeric_limits<float>::infinity();
+      z[j] = 0.0f;
+    }
+    std::int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        const float v = static_cast<float>(p[i + j]);
+        lo[j] = v < lo[j] ? v : lo[j];
+        hi[j] = v > hi[j] ? v : hi[j];
+        z[j] += v * 0.0f;  // NaN for NaN and +-Inf, +-0 otherwise
+      }
+    }
+    for (; i < n; ++i) {
+      const float v = static_cast<float>(p[i]);
+      lo[0] = v < lo[0] ? v : lo[0];
+      hi[0] = v > hi[0] ? v : hi[0];
+      z[0] += v * 0.0f;
+    }
+    float zs = 0.0f;
+    for (int j = 0; j < kLanes; ++j) {
+      zs += z[j];
+      mn = std::min(mn, lo[j]);
+      mx = std::max(mx, hi[j]);
+    }
+    return zs == 0.0f;
+  }
+  bool finite = true;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(p[i * stride]);
+    if (!std::isfinite(v)) finite = false;
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+  }
+  return finite;
+}
+
+// Min and max of the finite values among n (NaN and +-Inf skipped).
+template <class T>
+void minmax_finite(const T* p, std::int64_t n, std::int64_t stride, float& mn, float& mx) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      const simd::MinMaxResult r = simd::minmax(p, static_cast<std::size_t>(n));
+      if (r.finite != 0) {
+        mn = std::min(mn, r.min);
+        mx = std::max(mx, r.max);
+      }
+      return;
+    }
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(p[i * stride]);
+    if (!std::isfinite(v)) continue;
+    mn = std::min(mn, v);
+    mx = std::max(mx, v);
+  }
+}
+
+// floor(v * inv_width) for a power-of-two inv_width (the product is exact unless it
+// underflows, where the sign of v still decides).
+inline std::int64_t grid_index(float v, float inv_width) {
+  const float t = v * inv_width;
+  auto i = static_cast<std::int64_t>(t);
+  if (t < static_cast<float>(i) || (v < 0.0f && t == 0.0f)) --i;
+  return i;
+}
+
+// Power-of-two grid histogram: counts[grid_index(v) - base] += 1 for each value. Every value
+// must lie in the histogram's range (the observer widened it first); non-finite values are
+// skipped when skip_nonfinite, and must not occur otherwise.
+template <class T, class Count>
+void grid_histogram(const T* p, std::int64_t n, std::int64_t stride, float inv_width,
+                    std::int64_t base, Count* counts, bool skip_nonfinite) {
+  if (skip_nonfinite) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float v = static_cast<float>(p[i * stride]);
+      if (std::isfinite(v)) ++counts[grid_index(v, inv_width) - base];
+    }
+    return;
+  }
+  if (stride == 1) {
+    // Indices for a block first (vectorizable), then the increments.
+    constexpr int kBlock = 256;
+    std::int32_t idx[kBlock];
+    const auto b32 = static_cast<std::int32_t>(base);
+    for (std::int64_t i = 0; i < n; i += kBlock) {
+      const int m = static_cast<int>(std::min<std::int64_t>(kBlock, n - i));
+      for (int j = 0; j < m; ++j) {
+        const float v = static_cast<float>(p[i + j]);
+        const float t = v * inv_width;
+        auto k = static_cast<std::int32_t>(t);
+        k -= static_cast<std::int32_t>(t < static_cast<float>(k));
+        k -= static_cast<std::int32_t>((v < 0.0f) & (t == 0.0f));
+        idx[j] = k - b32;
+      }
+      for (int j = 0; j < m; ++j) ++counts[idx[j]];
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i)
+    ++counts[grid_index(static_cast<float>(p[i * stride]), inv_width) - base];
+}
+
+// torch.histc's bin for v (ATen's LINEAR_INTERPOLATION path, float arithmetic):
+// pos = int64((v - lo) * nbins / (hi - lo)), the right edge belonging to the last bin;
+// -1 for values outside [lo, hi] (and NaN), which histc skips.
+inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
+  if (!(v >= lo && v <= hi)) return -1;
+  const float t = (v - lo) * static_cast<float>(nbins) / (hi - lo);
+  auto pos = static_cast<std::int64_t>(t);
+  if (pos == nbins) pos -= 1;
+  return pos;
+}
+
+// torch.histc(values, nbins, min=lo, max=hi) added to counts (values outside [lo, hi] and
+// non-finite ones are skipped, as histc does).
+template <class T, class Count>
+void histc(const T* p, std::int64_t n, std::int64_t stride, float lo, float hi, int nbins,
+           Count* counts) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Count, std::uint64_t>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      simd::histogram(p, static_cast<std::size_t>(n), lo, hi, static_cast<std::size_t>(nbins), counts);
+      return;
+    }
+  }
+  const float nb = static_cast<float>(nbins);
+  const float span = hi - lo;
+  if (stride == 1) {
+    constexpr int kBlock = 256;
+    std::int32_t idx[kBlock];
+    for (std::int64_t i = 0; i < n; i += kBlock) {
+      const int m = static_cast<int>(std::min<std::int64_t>(kBlock, n - i));
+      for (int j = 0; j < m; ++j) {
+        const float v = static_cast<float>(p[i + j]);
+        const bool in = (v >= lo) & (v <= hi);
+        const float t = ((in ? v : lo) - lo) * nb / span;
+        auto k = static_cast<std::int32_t>(t);
+        k -= static_cast<std::int32_t>(k == nbins);
+        idx[j] = in ? k : -1;
+      }
+      for (int j = 0; j < m; ++j)
+        if (idx[j] >= 0) ++counts[idx[j]];
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t b = histc_bin(static_cast<float>(p[i * stride]), lo, hi, nbins);
+    if (b >= 0) ++counts[b];
+  }
+}
+
+}  // namespace kernels
+}  // namespace detail
+}  // namespace quantkit
+// ---- end quantkit/observer/detail/kernels.hpp ----
+
+namespace quantkit {
+namespace detail {
+
+// Calls f(slot, pointer, count, stride) for runs of elements that share a parameter slot,
+// covering every element once. Contiguous per-tensor batches are one run; contiguous
+// per-channel batches are runs of the extent after the axis; anything else (strided views,
+// per-group) goes element by element.
+template <class T, int R, class F>
+void for_each_run(const View<const T, R>& v, const ParamLayout& layout, F&& f) {
+  if (v.size() == 0) return;
+  if (v.is_contiguous()) {
+    if (layout.kind() == GranularityKind::per_tensor) {
+      f(std::int64_t{0}, v.data(), v.size(), std::int64_t{1});
+      return;
+    }
+    if (layout.kind() == GranularityKind::per_channel) {
+      const int axis = layout.axis();
+      std::int64_t outer = 1, inner = 1;
+      for (int d = 0; d < axis; ++d) outer *= v.extent(d);
+      for (int d = axis + 1; d < v.rank(); ++d) inner *= v.extent(d);
+      const std::int64_t channels = v.extent(axis);
+      const T* p = v.data();
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t c = 0; c < channels; ++c, p += inner) f(c, p, inner, std::int64_t{1});
+      return;
+    }
+  }
+  for_each_index(v, [&](std::int64_t off, const Dims& idx) {
+    f(layout.index(idx), v.data() + off, std::int64_t{1}, std::int64_t{1});
+  });
+}
+
+// The tensor name errors use: the view's, else the observer's.
+template <class T, int R>
+const std::string& batch_name(const View<const T, R>& v, const ObserverConfig& config) {
+  return v.name().empty() ? config.name : v.name();
+}
+
+// Throws naming the first non-finite element of v (row-major order) and its index.
+template <class T, int R>
+[[noreturn]] void fail_nonfinite(const View<const T, R>& v, const std::string& name) {
+  bool found = false;
+  float value = 0.0f;
+  Dims where;
+  for_each_index(v, [&](std::int64_t off, const Dims& idx) {
+    if (found) return;
+    const float x = static_cast<float>(v.data()[off]);
+    if (!std::isfinite(x)) {
+      found = true;
+      value = x;
+      where = idx;
+    }
+  });
+  fail(describe_tensor(name), ": found ", value, " at index ", where.to_string(),
+       "; expected finite values (IgnoreNonFinite skips them)");
+}
+
+// What the first pass over a batch found.
+struct BatchStats {
+  std::vector<Range> ranges;  // per slot; empty() where the slot saw no finite value
+  bool nonfinite = false;     // some value was skipped (only with NonFiniteKind::ignore)
+};
+
+// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
+// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
+// been modified when it does.
+template <class T, int R>
+BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
+                       const ObserverConfig& config, std::size_t expected_slots) {
+  const std::string& name = batch_name(v, config);
+  if (layout.count() <= 0)
+    fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has no ",
+         config.granularity.to_string(), " channels/blocks; expected at least one");
+  if (expected_slots != 0 && static_cast<std::int64_t>(expected_slots) != layout.count())
+    fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has ",
+         layout.count(), " channels/blocks for ", config.granularity.to_string(),
+         "; earlier batches had ", expected_slots);
+  BatchStats s;
+  s.ranges.assign(static_cast<std::size_t>(layout.count()), Range{});
+  if constexpr (std::is_same_v<T, float>) {
+    // Per channel / per block / strided float batches: one SIMD pass over the whole view.
+    if (!(v.is_contiguous() && layout.kind() == GranularityKind::per_tensor) &&
+        kernels::simd_reductions()) {
+      std::vector<float> mn(s.ranges.size(), std::numeric_limits<float>::infinity());
+      std::vector<float> mx(s.ranges.size(), -std::numeric_limits<float>::infinity());
+      const std::size_t skipped = simd::minmax_per_param(v, config.granularity, mn.data(), mx.data());
+      if (skipped != 0) {
+        if (config.nonfinite == NonFiniteKind::reject) fail_nonfinite(v, name);
+        s.nonfinite = true;
+      }
+      for (std::size_t i = 0; i < s.ranges.size(); ++i) s.ranges[i] = Range{mn[i], mx[i]};
+      return s;
+    }
+  }
+  bool finite = true;
+  for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t n, std::int64_t stride) {
+    Range& r = s.ranges[static_cast<std::size_t>(slot)];
+    if (!kernels::minmax(p, n, stride, r.min, r.max)) finite = false;
+  });
+  if (!finite) {
+    if (config.nonfinite == NonFiniteKind::reject) fail_nonfinite(v, name);
+    // Recompute over the finite values only.
+    s.nonfinite = true;
+    for (auto& r : s.ranges) r = Range{};
+    for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t n, std::int64_t stride) {
+      Range& r = s.ranges[static_cast<std::size_t>(slot)];
+      kernels::minmax_finite(p, n, stride, r.min, r.max);
+    });
+  }
+  return s;
+}
+
+// The checks every observe() starts with.
+template <class T, int R>
+void expect_nonempty_batch(const View<const T, R>& v, const ObserverConfig& config) {
+  if (v.size() == 0)
+    fail(describe_tensor(batch_name(v, config)), ": empty batch (shape ", v.shape().to_string(),
+         "); expected at least one element");
+}
+
+// "cannot merge ..." errors shared by the observers.
+inline void expect_same_granularity(const ObserverConfig& mine, const ObserverConfig& theirs) {
+  if (mine.granularity != theirs.granularity)
+    fail(describe_tensor(mine.name), ": cannot merge a ", theirs.granularity.to_string(),
+         " observer into a ", mine.granularity.to_string(), " one; expected the same granularity");
+}
+inline void expect_same_slots(const ObserverConfig& mine, std::size_t have, std::size_t theirs) {
+  if (have != theirs)
+    fail(describe_tensor(mine.name), ": cannot merge an observer of ", theirs,
+         " channels into one of ", have);
+}
+[[noreturn]] inline void fail_nothing_observed(const std::string& name) {
+  fail(describe_tensor(name), ": no data observed; expected observe() before computing parameters");
+}
+[[noreturn]] inline void fail_slot_empty(const std::string& name, std::size_t slot) {
+  fail(describe_tensor(name), ": channel/block ", slot, " saw no finite value; expected at least one");
+}
+
+}  // namespace detail
+}  // namespace quantkit
+// ---- end quantkit/observer/detail/batch.hpp ----
+// ---- begin quantkit/observer/grid_histogram.hpp ----
+// GridHistogram: the streaming statistics of one tensor/channel that percentile, KL, MSE and
+// auto calibration work from — a histogram that merges exactly.
+//
+// Bins lie on a power-of-two grid: bin j covers [(base + j) * w, (base + j + 1) * w) with
+// w = 2^exponent. The grid is a function of the observed range [min, max] alone: w is the
+// smallest power of two (not below max(|min|, |max|) * 2^-30, nor 2^-127) for which [min, max]
+// spans at most `bins` bins, and base = floor(min / w). When the range grows, w doubles as often
+// as needed and old bins fold pairwise into new ones — exactly, since every old bin lies inside
+// one new bin. So the histogram after any sequence of batches, in any order, merged in any
+// grouping, is exactly the histogram of all the data binned on the grid of its overall range.
+// The data spans between bins/2 and bins bins; 0 is always a bin edge, so |x| histograms fold
+// exactly. Memory: `bins` 64-bit counts, whatever the amount of data.
+//
+// Also kept exactly: min, max and the number of values.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+
+namespace quantkit {
+
+class GridHistogram {
+ public:
+  static constexpr int kMinExponent = -127;  // 2^-exponent must be a normal float
+
+  explicit GridHistogram(int bins = 4096) : bins_(bins) {
+    if (bins < 2 || bins > (1 << 24))
+      detail::fail("grid histogram with ", bins, " bins; expected 2 .. 2^24 bins");
+  }
+
+  int bins() const { return bins_; }
+  bool empty() const { return total_ == 0; }
+  std::uint64_t total() const { return total_; }
+  float min() const { return min_; }
+  float max() const { return max_; }
+  int exponent() const { return exponent_; }
+  std::int64_t base() const { return base_; }
+  double width() const { return std::ldexp(1.0, exponent_); }
+  // Lower edge of bin j (exact in double).
+  double edge(std::int64_t j) const { return std::ldexp(static_cast<double>(base_ + j), exponent_); }
+  // bins() counts once something was observed, none before.
+  const std::vector<std::uint64_t>& counts() const { return counts_; }
+
+  // The grid (exponent, base) for the range [lo, hi] with `bins` bins.
+  static std::pair<int, std::int64_t> grid_for(float lo, float hi, int bins) {
+    // floor(log2(x)) for x > 0, exactly (frexp: x = m * 2^k with m in [0.5, 1))
+    auto floor_log2 = [](double x) {
+      int k = 0;
+      std::frexp(x, &k);
+      return k - 1;
+    };
+    const double amax = std::max(std::fabs(static_cast<double>(lo)), std::fabs(static_cast<double>(hi)));
+    int e = kMinExponent;
+    if (amax > 0.0) {
+      // smallest e with 2^e >= amax * 2^-30: ceil(log2(amax)) - 30
+      const int f = floor_log2(amax);
+      e = std::max(e, (std::ldexp(1.0, f) == amax ? f : f + 1) - 30);
+    }
+    const double span = static_cast<double>(hi) - static_cast<double>(lo);
+    // below floor(log2(span / bins)) the range cannot fit; start just under it
+    if (span > 0.0) e = std::max(e, floor_log2(span / bins) - 1);
+    for (;; ++e) {
+      const double w = std::ldexp(1.0, e);
+      const auto a = static_cast<std::int64_t>(std::floor(static_cast<double>(lo) / w));
+      const auto b = static_cast<std::int64_t>(std::floor(static_cast<double>(hi) / w));
+      if (b - a < bins) return {e, a};
+    }
+  }
+
+  // Makes room for values in [lo, hi] (finite, lo <= hi) and records them in min/max; the
+  // values themselves are added with add() next.
+  void prepare(float lo, float hi) {
+    if (!(lo <= hi) || !std::isfinite(lo) || !std::isfinite(hi))
+      detail::fail("grid histogram: range [", lo, ", ", hi, "]; expected finite min <= max");
+    if (counts_.empty()) {
+      min_ = lo;
+      max_ = hi;
+      const auto g = grid_for(lo, hi, bins_);
+      exponent_ = g.first;
+      base_ = g.second;
+      counts_.assign(static_cast<std::size_t>(bins_), 0);
+      return;
+    }
+    regrid(std::min(min_, lo), std::max(max_, hi));
+  }
+
+  // Adds n values (stride in elements) that lie in a range prepare() was given. Non-finite
+  // values are skipped when skip_nonfinite (and must not occur otherwise).
+  template <class T>
+  void add(const T* p, std::int64_t n, std::int64_t stride, bool skip_nonfinite) {
+    const float inv_width = static_cast<float>(std::ldexp(1.0, -exponent_));
+    if (!skip_nonfinite) {
+      detail::kernels::grid_histogram(p, n, stride, inv_width, base_, counts_.data(), false);
+      total_ += static_cast<std::uint64_t>(n);
+      return;
+    }
+    std::uint64_t finite = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      if (std::isfinite(static_cast<float>(p[i * stride]))) ++finite;
+    detail::kernels::grid_histogram(p, n, stride, inv_width, base_, counts_.data(), true);
+    total_ += finite;
+  }
+
+  // The histogram of both streams, exactly. Both must have the same bin count.
+  void merge(const GridHistogram& other) {
+    if (other.bins_ != bins_)
+      detail::fail("cannot merge a histogram of ", other.bins_, " bins into one of ", bins_,
+                   "; expected the same bin count");
+    if (other.empty()) return;
+    if (empty()) {
+      *this = other;
+      return;
+    }
+    regrid(std::min(min_, other.min_), std::max(max_, other.max_));
+    const int shift = exponent_ - other.exponent_;  // >= 0: the merged grid is as coarse
+    for (std::size_t j = 0; j < other.counts_.size(); ++j) {
+      if (other.counts_[j] == 0) continue;
+      const std::int64_t g = floor_shift(other.base_ + static_cast<std::int64_t>(j), shift);
+      counts_[static_cast<std::size_t>(g - base_)] += other.counts_[j];
+    }
+    total_ += other.total_;
+  }
+
+  // Restores a state written out earlier (serialization); validates it.
+  void restore(int exponent, std::int64_t base, float min, float max, std::vector<std::uint64_t> counts) {
+    std::uint64_t total = 0;
+    for (auto c : counts) total += c;
+    if (total == 0) {
+      *this = GridHistogram(bins_);
+      return;
+    }
+    const auto g = (min <= max && std::isfinite(min) && std::isfinite(max))
+                       ? grid_for(min, max, bins_)
+                       : std::pair<int, std::int64_t>{exponent + 1, base};
+    if (counts.size() != static_cast<std::size_t>(bins_) || g.first != exponent || g.second != base)
+      detail::fail("grid histogram state: ", counts.size(), " bins, exponent ", exponent, ", base ",
+                   base, " for range [", min, ", ", max, "]; expected ", bins_,
+                   " bins on the grid of that range (exponent ", g.first, ", base ", g.second, ")");
+    exponent_ = exponent;
+    base_ = base;
+    min_ = min;
+    max_ = max;
+    counts_ = std::move(counts);
+    total_ = total;
+  }
+
+  friend bool operator==(const GridHistogram& a, const GridHistogram& b) {
+    return a.bins_ == b.bins_ && a.total_ == b.total_ && a.counts_ == b.counts_ &&
+           (a.empty() || (a.exponent_ == b.exponent_ && a.base_ == b.base_ && a.min_ == b.min_ &&
+                          a.max_ == b.max_));
+  }
+
+ private:
+  static std::int64_t floor_shift(std::int64_t x, int s) {
+    return s == 0 ? x : (x >= 0 ? (x >> s) : -((-x + (std::int64_t{1} << s) - 1) >> s));
+  }
+
+  // Moves to the grid of [lo, hi] (which contains the current range).
+  void regrid(float lo, float hi) {
+    const auto g = grid_for(lo, hi, bins_);
+    min_ = lo;
+    max_ = hi;
+    if (g.first == exponent_ && g.second == base_) return;
+    const int shift = g.first - exponent_;
+    std::vector<std::uint64_t> moved(static_cast<std::size_t>(bins_), 0);
+    for (std::size_t j = 0; j < counts_.size(); ++j) {
+      if (counts_[j] == 0) continue;
+      const std::int64_t k = floor_shift(base_ + static_cast<std::int64_t>(j), shift) - g.second;
+      moved[static_cast<std::size_t>(k)] += counts_[j];
+    }
+    counts_ = std::move(moved);
+    exponent_ = g.first;
+    base_ = g.second;
+  }
+
+  int bins_;
+  int exponent_ = 0;
+  std::int64_t base_ = 0;
+  float min_ = std::numeric_limits<float>::infinity();
+  float max_ = -std::numeric_limits<float>::infinity();
+  std::uint64_t total_ = 0;
+  std::vector<std::uint64_t> counts_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/grid_histogram.hpp ----
+// ---- begin quantkit/observer/methods/select.hpp ----
+// choose_range: one slot's range for any RangeMethod, from its GridHistogram.
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+// ---- begin quantkit/observer/histogram.hpp ----
+// HistogramObserver: PyTorch's HistogramObserver (torch/ao/quantization/observer.py, 1.13),
+// per tensor, per channel (any axis) or per block.
+//
+// State per slot: a float32 histogram of `bins` bins over [min, max]. A batch inside the range
+// is added bin by bin; a batch that widens it follows PyTorch: the range grows to
+// [min', max' + e] (e makes it a whole number of old bins / upsample_rate, _adjust_min_max),
+// the batch is binned there (torch.histc) and the old histogram is re-binned into it by
+// upsampling x upsample_rate and downsampling (_combine_histograms). ranges() runs PyTorch's
+// L2-norm non-linear search (_non_linear_param_search: alpha/beta steps of 1e-5 over the
+// cumulative histogram, stop at the first increase of the L2 quantization error against
+// 2^bits destination bins — `levels() + 1` of the target's format range).
+// All of it replicates PyTorch's float32/float64 arithmetic step by step, so scales agree with
+// PyTorch to float rounding of its summation order (tested: 1e-6 relative).
+//
+// Two behaviours of PyTorch 1.13 are bugs; Options::torch_1_13 reproduces them for parity:
+//  - it bins with torch.histc(x, min=int(min), max=int(max)): bounds truncated to integers,
+//    values outside them dropped, and when both truncate to the same integer the batch's own
+//    min/max are used instead of the observer's;
+//  - a state whose min == max (a constant first batch) is thrown away by the next batch.
+// By default (torch_1_13 = false) the histogram uses the real bounds, and a constant state is
+// kept as a point mass: the next batch's range is widened to include it and its count lands in
+// the bin of that value.
+//
+// Degenerate cases: a constant tensor gives the range [c, c]; all zeros [0, 0] (compute_qparams
+// then gives scale = float32 eps with the PyTorch convention, 1 with the others).
+//
+// Merging a.merge(b): with the same [min, max] the histograms add exactly. Otherwise the merged
+// range is grown from a's as if b's data came as one batch (the same _adjust_min_max), a's
+// histogram is re-binned exactly as PyTorch would, and b's — whose data is no longer there —
+// is spread over the new bins by overlap (uniform density inside each of b's bins); counts are
+// conserved. Bound (default mode, tested): at every bin edge of the merged histogram, the
+// cumulative count differs from observing a's then b's batches one by one (that histogram read
+// with uniform density inside its bins) by at most the count within two merged bins of the edge
+// (observed: <= 0.8 of it). PyTorch's own re-binning rounds through float32 and is not exactly
+// count-conserving (~1e-4 relative). In torch_1_13 mode each stream drops the values outside
+// its own integer bounds, so there is no such bound.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace quantkit {
+namespace torch_histogram {
+
+// Python's floor division of floats as ATen computes it (c10 div_floor_floating).
+inline float div_floor(float a, float b) {
+  if (b == 0.0f) return a / b;
+  const float mod = std::fmod(a, b);
+  float div = (a - mod) / b;
+  if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) div -= 1.0f;
+  if (div == 0.0f) return std::copysign(0.0f, a / b);
+  float f = std::floor(div);
+  if (div - f > 0.5f) f += 1.0f;
+  return f;
+}
+
+// torch.sum of a contiguous float32 vector on the CPU: ATen's cascade sum (SumKernel.cpp) as
+// its AVX2 kernel runs it — 8-lane vectors summed 4 rows at a time in levels of 16, then the
+// lanes in order. The summation order decides the last bits, and the L2 search compares sums.
+namespace detail_sum {
+inline std::int64_t ceil_log2(std::int64_t x) {
+  if (x <= 2) return 1;
+  std::int64_t v = x - 1, r = 0;
+  while (v >>= 1) ++r;  // index of the highest set bit of x - 1
+  return r + 1;
+}
+// multi_row_sum<acc, 4 rows>: element (i, k) of a (size x 4) array given by at(i, k).
+template <class Acc, class At>
+void multi_row_sum(std::int64_t size, At&& at, Acc (&out)[4]) {
+  constexpr int levels = 4;
+  const std::int64_t level_power = std::max<std::int64_t>(4, ceil_log2(size) / levels);
+  const std::int64_t level_step = std::int64_t{1} << level_power;
+  const std::int64_t level_mask = level_step - 1;
+  Acc acc[levels][4] = {};
+  std::int64_t i = 0;
+  for (; i + level_step <= size;) {
+    for (std::int64_t j = 0; j < level_step; ++j, ++i)
+      for (int k = 0; k < 4; ++k) acc[0][k] += at(i, k);
+    for (int j = 1; j < levels; ++j) {
+      for (int k = 0; k < 4; ++k) {
+        acc[j][k] += acc[j - 1][k];
+        acc[j - 1][k] = Acc{};
+      }
+      if ((i & (level_mask << (j * level_power))) != 0) break;
+    }
+  }
+  for (; i < size; ++i)
+    for (int k = 0; k < 4; ++k) acc[0][k] += at(i, k);
+  for (int j = 1; j < levels; ++j)
+    for (int k = 0; k < 4; ++k) acc[0][k] += acc[j][k];
+  for (int k = 0; k < 4; ++k) out[k] = acc[0][k];
+}
+struct Vec8 {
+  float v[8] = {};
+  Vec8& operator+=(const Vec8& o) {
+    for (int l = 0; l < 8; ++l) v[l] += o.v[l];
+    return *this;
+  }
+};
+}  // namespace detail_sum
+
+inline float sum(const float* x, std::int64_t n) {
+  using detail_sum::Vec8;
+  float result = 0.0f;
+  if (n >= 8) {  // vectorized_inner_sum
+    const std::int64_t vec_size = n / 8;
+    const std::int64_t size_ilp = vec_size / 4;
+    Vec8 partial[4];
+    detail_sum::multi_row_sum<Vec8>(
+        size_ilp,
+        [&](std::int64_t i, int k) {
+          Vec8 r;
+          for (int l = 0; l < 8; ++l) r.v[l] = x[(i * 4 + k) * 8 + l];
+          return r;
+        },
+        partial);
+    for (std::int64_t i = size_ilp * 4; i < vec_size; ++i) {
+      Vec8 r;
+      for (int l = 0; l < 8; ++l) r.v[l] = x[i * 8 + l];
+      partial[0] += r;
+    }
+    for (int k = 1; k < 4; ++k) partial[0] += partial[k];
+    float acc = 0.0f;
+    for (std::int64_t k = vec_size * 8; k < n; ++k) acc += x[k];
+    for (int l = 0; l < 8; ++l) acc += partial[0].v[l];
+    result += acc;
+  } else {  // scalar_inner_sum: row_sum with ilp 4
+    const std::int64_t size_ilp = n / 4;
+    float partial[4];
+    detail_sum::multi_row_sum<float>(
+        size_ilp, [&](std::int64_t i, int k) { return x[i * 4 + k]; }, partial);
+    for (std::int64_t i = size_ilp * 4; i < n; ++i) partial[0] += x[i];
+    for (int k = 1; k < 4; ++k) partial[0] += partial[k];
+    result += partial[0];
+  }
+  return result;
+}
+inline float sum(const std::vector<float>& v) {
+  return sum(v.data(), static_cast<std::int64_t>(v.size()));
+}
+
+// HistogramObserver._compute_quantization_error, float32 like PyTorch.
+inline double quantization_error(const std::vector<float>& hist, float min_val, float max_val,
+                                 std::int64_t start_bin, std::int64_t end_bin,
+                                 std::int64_t dst_nbins) {
+  const auto bins = static_cast<std::int64_t>(hist.size());
+  const double bin_width_d =
+      (static_cast<double>(max_val) - static_cast<double>(min_val)) / static_cast<double>(bins);
+  const double dst_width_d = bin_width_d * static_cast<double>(end_bin - start_bin + 1) /
+                             static_cast<double>(dst_nbins);
+  if (dst_width_d == 0.0) return 0.0;
+  const float bw = static_cast<float>(bin_width_d);
+  const float dbw = static_cast<float>(dst_width_d);
+  const float half = static_cast<float>(dst_width_d / 2);
+  const float neg_half = static_cast<float>(-dst_width_d / 2);
+  const float last = static_cast<float>(dst_nbins - 1);
+  using detail::kernels::rounded;
+  // (half^3 - neg_half^3) / 3, the norm of one whole destination bin per unit density
+  const float whole = rounded(rounded(rounded(half * half) * half) -
+                              rounded(rounded(neg_half * neg_half) * neg_half)) / 3.0f;
+  std::vector<float> norm(static_cast<std::size_t>(bins));
+  for (std::int64_t k = 0; k < bins; ++k) {
+    const float begin = rounded(static_cast<float>(k - start_bin) * bw);
+    const float end = begin + bw;
+    const float dob = std::min(std::max(div_floor(begin, dbw), 0.0f), last);
+    const float dob_center = (dob + 0.5f) * dbw;
+    const float doe = std::min(std::max(div_floor(end, dbw), 0.0f), last);
+    const float density = hist[static_cast<std::size_t>(k)] / bw;
+    // norm of [begin - dob_center, +half]
+    const float db = begin - dob_center;
+    float n = density * (rounded(rounded(rounded(half * half) * half) -
+                                 rounded(rounded(db * db) * db)) / 3.0f);
+    // whole destination bins in between
+    n = n + rounded((doe - dob - 1.0f) * rounded(density * whole));
+    // norm of [-half, end - doe_center]
+    const float doe_center = rounded(doe * dbw) + half;
+    const float de = end - doe_center;
+    n = n + rounded(density * (rounded(rounded(rounded(de * de) * de) -
+                                       rounded(rounded(neg_half * neg_half) * neg_half)) / 3.0f));
+    norm[static_cast<std::size_t>(k)] = n;
+  }
+  return static_cast<double>(sum(norm));
+}
+
+// HistogramObserver._non_linear_param_search: the [new_min, new_max] it returns.
+inline Range l2_search(const std::vector<float>& hist, float min_val, float max_val,
+                       std::int64_t dst_nbins) {
+  const auto bins = static_cast<std::int64_t>(hist.size());
+  const float bin_width = (max_val - min_val) / static_cast<float>(bins);
+  const double total = static_cast<double>(sum(hist));
+  std::vector<float> csum(hist.size());
+  double acc = 0.0;
+  for (std::size_t i = 0; i < hist.size(); ++i) {
+    acc += static_cast<double>(hist[i]);
+    csum[i] = static_cast<float>(acc);
+  }
+  const double stepsize = 1e-5;
+  double alpha = 0.0, beta = 1.0;
+  std::int64_t start_bin = 0, end_bin = bins - 1;
+  double norm_min = std::numeric_limits<double>::infinity();
+  while (alpha < beta) {
+    const double next_alpha = alpha + stepsize;
+    const double next_beta = beta - stepsize;
+    // cSum[l] < next_alpha * total compares in float32 (the Python float becomes a float32)
+    const float lo_thr = static_cast<float>(next_alpha * total);
+    const float hi_thr = static_cast<float>(next_beta * total);
+    // first l in [start_bin, end_bin) with csum[l] >= lo_thr, else end_bin (csum is monotone)
+    std::int64_t l = std::lower_bound(csum.begin() + start_bin, csum.begin() + end_bin, lo_thr) -
+                     csum.begin();
+    // last r in (start_bin, end_bin] with csum[r] <= hi_thr, else start_bin
+    std::int64_t r = (std::upper_bound(csum.begin() + start_bin + 1, csum.begin() + end_bin + 1,
+                                       hi_thr) - csum.begin()) - 1;
+    if (r < start_bin + 1) r = start_bin;
+    std::int64_t next_start = start_bin, next_end = end_bin;
+    if ((l - start_bin) > (end_bin - r)) {
+      next_start = l;
+      alpha = next_alpha;
+    } else {
+      next_end = r;
+      beta = next_beta;
+    }
+    if (next_start == start_bin && next_end == end_bin) continue;
+    const double norm = quantization_error(hist, min_val, max_val, next_start, next_end, dst_nbins);
+    if (norm > norm_min) break;
+    norm_min = norm;
+    start_bin = next_start;
+    end_bin = next_end;
+  }
+  using detail::kernels::rounded;
+  const float new_min = min_val + rounded(bin_width * static_cast<float>(start_bin));
+  const float new_max = min_val + rounded(bin_width * static_cast<float>(end_bin + 1));
+  return Range{new_min, new_max};
+}
+
+// _adjust_min_max: the grown range and how the old histogram maps into it.
+struct Adjusted {
+  float min = 0.0f, max = 0.0f;
+  std::int64_t downsample_rate = 1;
+  std::int64_t start_idx = 0;
+};
+inline Adjusted adjust_min_max(float min_val, float max_val, float combined_min, float combined_max,
+                               std::int64_t bins, std::int64_t upsample_rate) {
+  using detail::kernels::rounded;
+  const float hist_bin_width = (max_val - min_val) / static_cast<float>(bins * upsample_rate);
+  const float grid = rounded(static_cast<float>(bins) * hist_bin_width);
+  const float span = combined_max - combined_min;
+  const float ratio = std::ceil(span / grid);
+  Adjusted a;
+  a.downsample_rate = static_cast<std::int64_t>(ratio);
+  const float e = rounded(static_cast<float>(a.downsample_rate) * grid) - span;
+  a.min = combined_min;
+  a.max = combined_max + e;
+  a.start_idx = static_cast<std::int64_t>(
+      std::nearbyint((min_val - combined_min) / hist_bin_width));  // torch.round: half to even
+  return a;
+}
+
+// _combine_histograms(new_hist, old_hist, ...): old_hist (over the old range) re-binned into
+// the grown range and added to new_hist. PyTorch materializes the upsampled histogram
+// (bins * downsample_rate floats) and takes a float64 cumulative sum; the same prefix sums are
+// computed here bin by bin without it.
+inline void combine(std::vector<float>& new_hist, const std::vector<float>& old_hist,
+                    std::int64_t upsample_rate, const Adjusted& a) {
+  const auto bins = static_cast<std::int64_t>(old_hist.size());
+  const std::int64_t total_len = bins * a.downsample_rate;
+  // positions [first(b), last(b)) of old bin b in the upsampled array, clipped to it
+  auto first = [&](std::int64_t b) {
+    return std::clamp<std::int64_t>(a.start_idx + b * upsample_rate, 0, total_len);
+  };
+  auto last = [&](std::int64_t b) {
+    return std::clamp<std::int64_t>(a.start_idx + (b + 1) * upsample_rate, 0, total_len);
+  };
+  double full = 0.0;  // bins entirely below the current position
+  std::int64_t b = 0;
+  double previous = 0.0;
+  for (std::int64_t k = 0; k < bins; ++k) {
+    const std::int64_t p = (k + 1) * a.downsample_rate;  // integral[k] sums positions < p
+    while (b < bins && last(b) <= p) {
+      full += static_cast<double>(old_hist[static_cast<std::size_t>(b)]) *
+              static_cast<double>(last(b) - first(b));
+      ++b;
+    }
+    double integral = full;
+    if (b < bins && p > first(b))
+      integral += static_cast<double>(old_hist[static_cast<std::size_t>(b)]) *
+                  static_cast<double>(p - first(b));
+    // shifted_integral_histogram is a float32 tensor: the previous integral is rounded
+    const double shifted = static_cast<double>(static_cast<float>(previous));
+    const double interpolated = (integral - shifted) / static_cast<double>(upsample_rate);
+    new_hist[static_cast<std::size_t>(k)] += static_cast<float>(interpolated);
+    previous = integral;
+  }
+}
+
+}  // namespace torch_histogram
+
+struct HistogramOptions {
+  int bins = 2048;
+  int upsample_rate = 128;
+  bool torch_1_13 = false;  // reproduce PyTorch 1.13's integer histc bounds and reset
+};
+
+class HistogramObserver {
+ public:
+  using category = quantkit::category::observer;
+  static constexpr const char* kind_name = "histogram";
+
+  using Options = HistogramOptions;
+
+  // Per slot: [min, max] (min > max until observed) and `bins` float32 counts.
+  struct Slot {
+    float min = std::numeric_limits<float>::infinity();
+    float max = -std::numeric_limits<float>::infinity();
+    std::vector<float> histogram;
+    bool observed() const { return !histogram.empty(); }
+  };
+  using State = std::vector<Slot>;
+
+  explicit HistogramObserver(ObserverConfig config = {}, Options options = {})
+      : config_(std::move(config)), options_(options) {
+    if (options_.bins < 2 || options_.upsample_rate < 1)
+      detail::fail(detail::describe_tensor(config_.name), ": histogram with ", options_.bins,
+                   " bins and upsample rate ", options_.upsample_rate,
+                   "; expected at least 2 bins and a rate >= 1");
+  }
+
+  const ObserverConfig& config() const { return config_; }
+  const Options& options() const { return options_; }
+  bool empty() const { return slots_.empty(); }
+  void reset() { slots_.clear(); }
+
+  // One batch (a View of any element type; const or not).
+  template <class E, int R>
+  void observe(const View<E, R>& batch) {
+    using T = std::remove_const_t<E>;
+    const View<const T, R> v(batch);
+    detail::expect_nonempty_batch(v, config_);
+    const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
+    const std::size_t n = s.ranges.size();
+    const auto bins = static_cast<std::size_t>(options_.bins);
+
+    // Where each slot bins this batch.
+    std::vector<Plan> plans(n);
+    for (std::size_t i = 0; i < n; ++i) plans[i] = plan(i < slots_.size() ? slots_[i] : Slot{}, s.ranges[i]);
+
+    // torch.histc of the batch, per slot (point masses counted separately).
+    std::vector<std::uint64_t> counts(n * bins, 0u);
+    std::vector<std::uint64_t> points(n, 0u);
+    detail::for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t m, std::int64_t stride) {
+      const auto si = static_cast<std::size_t>(slot);
+      const Plan& pl = plans[si];
+      if (pl.action == Action::skip) return;
+      if (pl.histc_lo == pl.histc_hi) {  // all finite values of the slot equal one point
+        for (std::int64_t j = 0; j < m; ++j)
+          if (std::isfinite(static_cast<float>(p[j * stride]))) ++points[si];
+        return;
+      }
+      detail::kernels::histc(p, m, stride, pl.histc_lo, pl.histc_hi, options_.bins,
+                             counts.data() + si * bins);
+    });
+
+    if (slots_.empty()) slots_.assign(n, Slot{});
+    for (std::size_t i = 0; i < n; ++i)
+      apply(slots_[i], plans[i], counts.data() + i * bins, points[i]);
+  }
+
+  // a.merge(b): as if b's data had come after a's (see the header comment for the bound).
+  void merge(const HistogramObserver& other) {
+    detail::expect_same_granularity(config_, other.config_);
+    if (other.options_.bins != options_.bins || other.options_.upsample_rate != options_.upsample_rate ||
+        other.options_.torch_1_13 != options_.torch_1_13)
+      detail::fail(detail::describe_tensor(config_.name), ": cannot merge a histogram of ",
+                   other.options_.bins, " bins (upsample ", other.options_.upsample_rate,
+                   other.options_.torch_1_13 ? ", torch 1.13 mode" : "", ") into one of ",
+                   options_.bins, " bins (upsample ", options_.upsample_rate,
+                   options_.torch_1_13 ? ", torch 1.13 mode" : "",
+                   "); expected the same bins and mode");
+    if (other.empty()) return;
+    if (empty()) {
+      slots_ = other.slots_;
+      return;
+    }
+    detail::expect_same_slots(config_, slots_.size(), other.slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) merge_slot(slots_[i], other.slots_[i]);
+  }
+
+  std::vector<Range> ranges(const QuantTarget& target = {}) const {
+    if (slots_.empty()) detail::fail_nothing_observed(config_.name);
+    const std::int64_t dst_nbins = target.range.levels() + 1;
+    std::vector<Range> r(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const Slot& s = slots_[i];
+      if (!s.observed()) detail::fail_slot_empty(config_.name, i);
+      r[i] = torch_histogram::l2_search(s.histogram, s.min, s.max, dst_nbins);
+    }
+    return r;
+  }
+
+  const State& state() const { return slots_; }
+  void restore(State s) {
+    for (const auto& sl : s)
+      if (sl.observed() && (sl.histogram.size() != static_cast<std::size_t>(options_.bins) ||
+                            !(sl.min <= sl.max)))
+        detail::fail(detail::describe_tensor(config_.name), ": histogram state with ",
+                     sl.histogram.size(), " bins over [", sl.min, ", ", sl.max,
+                     "]; expected ", options_.bins, " bins over a range with min <= max");
+    slots_ = std::move(s);
+  }
+
+ private:
+  enum class Action { skip, init, add_same, combine, point_grow };
+  struct Plan {
+    Action action = Action::skip;
+    float histc_lo = 0.0f, histc_hi = 0.0f;  // the bounds histc bins this batch with
+    float new_min = 0.0f, new_max = 0.0f;    // the slot's range afterwards
+    torch_histogram::Adjusted adjusted;
+  };
+
+  // torch.histc's choice of outer edges for min/max arguments lo/hi (doubles) and a batch
+  // with range `batch`: the data's own range when lo == hi, then +-1 when still equal.
+  static void histc_edges(double lo, double hi, const Range& batch, float& out_lo, float& out_hi) {
+    if (lo == hi) {
+      lo = batch.min;
+      hi = batch.max;
+    }
+    if (lo == hi) {
+      lo -= 1.0;
+      hi += 1.0;
+    }
+    out_lo = static_cast<float>(lo);
+    out_hi = static_cast<float>(hi);
+  }
+  void bounds(float lo, float hi, const Range& batch, Plan& p) const {
+    if (options_.torch_1_13)  // int(min_val), int(max_val): truncation toward zero
+      histc_edges(std::trunc(static_cast<double>(lo)), std::trunc(static_cast<double>(hi)), batch,
+                  p.histc_lo, p.histc_hi);
+    else {
+      p.histc_lo = lo;
+      p.histc_hi = hi;
+    }
+  }
+
+  Plan plan(const Slot& s, const Range& batch) const {
+    Plan p;
+    if (batch.empty()) return p;  // nothing finite for this slot in this batch
+    const bool point_state = s.observed() && s.min == s.max;
+    if (!s.observed() || (point_state && options_.torch_1_13)) {
+      p.action = Action::init;
+      p.new_min = batch.min;
+      p.new_max = batch.max;
+      bounds(batch.min, batch.max, batch, p);
+      return p;
+    }
+    const float cmin = std::min(batch.min, s.min);
+    const float cmax = std::max(batch.max, s.max);
+    if (point_state) {  // default mode: grow a point mass without PyTorch's rescaling
+      p.action = Action::point_grow;
+      p.new_min = cmin;
+      p.new_max = cmax;
+      p.histc_lo = cmin;
+      p.histc_hi = cmax;
+      return p;
+    }
+    p.adjusted = torch_histogram::adjust_min_max(s.min, s.max, cmin, cmax, options_.bins,
+                                                 options_.upsample_rate);
+    p.new_min = p.adjusted.min;
+    p.new_max = p.adjusted.max;
+    p.action = (p.adjusted.min == s.min && p.adjusted.max == s.max) ? Action::add_same
+                                                                     : Action::combine;
+    bounds(p.adjusted.min, p.adjusted.max, batch, p);
+    return p;
+  }
+
+  // float32 counts as histc accumulates them (compat mode: PyTorch's float increments stop at
+  // 2^24 per bin).
+  float to_count(std::uint64_t c) const {
+    if (options_.torch_1_13 && c > (std::uint64_t{1} << 24)) c = std::uint64_t{1} << 24;
+    return static_cast<float>(c);
+  }
+
+  void apply(Slot& s, const Plan& p, const std::uint64_t* counts, std::uint64_t points) const {
+    if (p.action == Action::skip) return;
+    const auto bins = static_cast<std::size_t>(options_.bins);
+    std::vector<float> h(bins);
+    for (std::size_t k = 0; k < bins; ++k) h[k] = to_count(counts[k]);
+    // Default mode: a batch whose values are all one point (histc_lo == histc_hi) is a point
+    // mass, kept in bin 0. (In torch_1_13 mode histc's own +-1 edges apply instead.)
+    if (points != 0) h[0] += to_count(points);
+    switch (p.action) {
+      case Action::init: break;
+      case Action::add_same:
+        for (std::size_t k = 0; k < bins; ++k) h[k] += s.histogram[k];
+        break;
+      case Action::combine:
+        torch_histogram::combine(h, s.histogram, options_.upsample_rate, p.adjusted);
+        break;
+      case Action::point_grow: {
+        double old_total = 0.0;
+        for (float c : s.histogram) old_total += static_cast<double>(c);
+        h[static_cast<std::size_t>(torch_bin_of(s.min, p.new_min, p.new_max))] +=
+            static_cast<float>(old_total);
+        break;
+      }
+      case Action::skip: break;
+    }
+    s.histogram = std::move(h);
+    s.min = p.new_min;
+    s.max = p.new_max;
+  }
+
+  std::int64_t torch_bin_of(float v, float lo, float hi) const {
+    if (lo == hi) return 0;
+    const std::int64_t b = detail::kernels::histc_bin(v, lo, hi, options_.bins);
+    return b < 0 ? 0 : b;
+  }
+
+  // Spreads `src` (bins over [smin, smax]) over `dst` (bins over [dmin, dmax]) by overlap.
+  void rebin_into(const Slot& src, float dmin, float dmax, std::vector<double>& dst) const {
+    const auto bins = static_cast<std::int64_t>(options_.bins);
+    if (src.min == src.max) {
+      double total = 0.0;
+      for (float c : src.histogram) total += static_cast<double>(c);
+      dst[static_cast<std::size_t>(torch_bin_of(src.min, dmin, dmax))] += total;
+      return;
+    }
+    const double sw = (static_cast<double>(src.max) - src.min) / static_cast<double>(bins);
+    const double dw = (static_cast<double>(dmax) - dmin) / static_cast<double>(bins);
+    std::vector<double> share;
+    for (std::int64_t j = 0; j < bins; ++j) {
+      const double c = src.histogram[static_cast<std::size_t>(j)];
+      if (c == 0.0) continue;
+      const double a = src.min + sw * static_cast<double>(j), b = a + sw;
+      const auto k0 = std::clamp<std::int64_t>(
+          static_cast<std::int64_t>(std::floor((a - dmin) / dw)), 0, bins - 1);
+      const auto k1 = std::clamp<std::int64_t>(
+          static_cast<std::int64_t>(std::floor((b - dmin) / dw)), k0, bins - 1);
+      if (k0 == k1) {
+        dst[static_cast<std::size_t>(k0)] += c;
+        continue;
+      }
+      share.assign(static_cast<std::size_t>(k1 - k0 + 1), 0.0);
+      double sum = 0.0;
+      for (std::int64_t k = k0; k <= k1; ++k) {
+        const double lo = std::max(a, dmin + dw * static_cast<double>(k));
+        const double hi = std::min(b, dmin + dw * static_cast<double>(k + 1));
+        sum += share[static_cast<std::size_t>(k - k0)] = std::max(0.0, hi - lo);
+      }
+      for (std::int64_t k = k0; k <= k1; ++k)
+        dst[static_cast<std::size_t>(k)] +=
+            sum > 0.0 ? c * share[static_cast<std::size_t>(k - k0)] / sum : (k == k0 ? c : 0.0);
+    }
+  }
+
+  void merge_slot(Slot& a, const Slot& b) const {
+    if (!b.observed()) return;
+    if (!a.observed()) {
+      a = b;
+      return;
+    }
+    const auto bins = static_cast<std::size_t>(options_.bins);
+    if (a.min == b.min && a.max == b.max) {
+      for (std::size_t k = 0; k < bins; ++k) a.histogram[k] += b.histogram[k];
+      return;
+    }
+    const float cmin = std::min(a.min, b.min), cmax = std::max(a.max, b.max);
+    std::vector<float> h(bins, 0.0f);
+    float new_min = cmin, new_max = cmax;
+    if (a.min == a.max) {
+      std::vector<double> acc(bins, 0.0);
+      rebin_into(a, cmin, cmax, acc);
+      for (std::size_t k = 0; k < bins; ++k) h[k] = static_cast<float>(acc[k]);
+    } else {
+      const auto adj = torch_histogram::adjust_min_max(a.min, a.max, cmin, cmax, options_.bins,
+                                                       options_.upsample_rate);
+      new_min = adj.min;
+      new_max = adj.max;
+      if (adj.min == a.min && adj.max == a.max)
+        h = a.histogram;
+      else
+        torch_histogram::combine(h, a.histogram, options_.upsample_rate, adj);
+    }
+    std::vector<double> acc(bins, 0.0);
+    rebin_into(b, new_min, new_max, acc);
+    for (std::size_t k = 0; k < bins; ++k) h[k] += static_cast<float>(acc[k]);
+    a.histogram = std::move(h);
+    a.min = new_min;
+    a.max = new_max;
+  }
+
+  ObserverConfig config_;
+  Options options_;
+  State slots_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/histogram.hpp ----
+// ---- begin quantkit/observer/methods/density.hpp ----
+// The data model the histogram-based methods work on, and what quantizing it costs.
+//
+// Density: a GridHistogram read as pieces [lo, hi] holding `count` values spread uniformly
+// (its non-empty bins, the first and last clipped to the exact min and max; lo == hi is a point
+// mass). On it, quantization_moments() integrates — exactly, cell by cell — the squared error
+// and the moments cosine similarity and SQNR need, for the quantization grid a target gives a
+// range: codes k in [qmin, qmax] standing for (k - z) * s, with cell boundaries set by the
+// rounding mode (nearest: midpoints; floor; toward zero; stochastic: expected error
+// (x - v_k)(v_k+1 - x) between neighbours). Custom rounding is treated as nearest; whether the
+// scale is applied by division or by its reciprocal only moves ties, which carry no mass.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
+
+// ---- begin quantkit/observer/range_method.hpp ----
+// RangeMethod: how a clipping range is chosen from a tensor's statistics (a GridHistogram and
+// its exact min/max) — the runtime description shared by the histogram-based observers, the
+// auto observer and calibration profiles.
+//
+//   minmax       [min, max]
+//   percentile   the value below which a fraction p of the data lies (p = 0.9999 is the
+//                99.99th percentile). side abs: percentile of |x|, range [-t, t] (Horizon's
+//                max-percentile); two_sided: the (1-p)/2 and 1-(1-p)/2 quantiles of x (ONNX
+//                Runtime's Percentile); by_target: abs for symmetric targets, else two-sided.
+//   kl           TensorRT's entropy calibration on the |x| histogram resampled to kl_bins
+//                (2048) bins over [0, max|x|]: for every candidate threshold bin i >= kl_start_bin
+//                (128), P = bins [0, i) with the counts beyond i folded into bin i-1, Q = those
+//                bins merged into `levels` groups (128 for 8-bit symmetric) and spread back over
+//                the non-empty bins; the i minimising KL(P || Q) gives t = i * bin width; the
+//                last minimum wins ties. kl_zero_bin_fix copies bin 1 into bin 0 first, as
+//                NVIDIA's pytorch-quantization does against the spike of zeros after a ReLU.
+//   mse          the range minimising the expected squared quantization error of the data
+//                under the target's format, rounding, symmetry and convention (data modelled
+//                as uniform inside each histogram bin, clipped to [min, max]).
+//   l2           PyTorch HistogramObserver's L2 non-linear search run on this histogram.
+//   automatic    tries each candidate (default_candidates(): max, max-percentile 0.99995, kl;
+//                or the list given, e.g. default_candidates() plus mse()) and keeps the
+//                one whose fake-quantized data is most similar to the data: cosine (default),
+//                MSE or SQNR, computed on the same histogram model (Horizon's calibration
+//                type "default").
+// minmax and two-sided percentiles return ranges within [min, max]; the clipping methods (abs
+// percentile, kl, mse) return their clip range limited to [min(min, 0), max(max, 0)] — the same
+// parameters once compute_qparams widens every range to include 0. A constant tensor
+// (min == max) gives [c, c] for every method.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+
+namespace quantkit {
+
+enum class MethodKind { minmax, percentile, kl, mse, l2, automatic };
+enum class PercentileSide { by_target, abs, two_sided };
+enum class SimilarityMetric { cosine, mse, sqnr };
+
+inline const char* to_string(MethodKind k) {
+  switch (k) {
+    case MethodKind::minmax: return "minmax";
+    case MethodKind::percentile: return "percentile";
+    case MethodKind::kl: return "kl";
+    case MethodKind::mse: return "mse";
+    case MethodKind::l2: return "l2";
+    case MethodKind::automatic: return "auto";
+  }
+  return "?";
+}
+inline const char* to_string(PercentileSide s) {
+  switch (s) {
+    case PercentileSide::by_target: return "by_target";
+    case PercentileSide::abs: return "abs";
+    case PercentileSide::two_sided: return "two_sided";
+  }
+  return "?";
+}
+inline const char* to_string(SimilarityMetric m) {
+  switch (m) {
+    case SimilarityMetric::cosine: return "cosine";
+    case SimilarityMetric::mse: return "mse";
+    case SimilarityMetric::sqnr: return "sqnr";
+  }
+  return "?";
+}
+
+struct RangeMethod {
+  MethodKind kind = MethodKind::minmax;
+  // percentile
+  double percentile = 0.9999;  // fraction in (0, 1]
+  PercentileSide side = PercentileSide::by_target;
+  // kl
+  int kl_bins = 2048;
+  int kl_start_bin = 128;
+  int kl_levels = 0;  // 0: from the target — 2^(bits-1) when symmetric or the data has negatives, else 2^bits
+  bool kl_zero_bin_fix = false;
+  // automatic
+  SimilarityMetric metric = SimilarityMetric::cosine;
+  std::vector<RangeMethod> candidates;  // empty: default_candidates()
+
+  static RangeMethod minmax() { return {}; }
+  static RangeMethod max() { return {}; }
+  static RangeMethod percentile_of(double p, PercentileSide side = PercentileSide::by_target) {
+    RangeMethod m;
+    m.kind = MethodKind::percentile;
+    m.percentile = p;
+    m.side = side;
+    return m;
+  }
+  // Horizon's max-percentile: the p-th percentile of |x| as the range's bound.
+  static RangeMethod max_percentile(double p) { return percentile_of(p, PercentileSide::abs); }
+  static RangeMethod kl() {
+    RangeMethod m;
+    m.kind = MethodKind::kl;
+    return m;
+  }
+  static RangeMethod mse() {
+    RangeMethod m;
+    m.kind = MethodKind::mse;
+    return m;
+  }
+  static RangeMethod l2() {
+    RangeMethod m;
+    m.kind = MethodKind::l2;
+    return m;
+  }
+  static RangeMethod automatic(SimilarityMetric metric = SimilarityMetric::cosine,
+                               std::vector<RangeMethod> candidates = {}) {
+    RangeMethod m;
+    m.kind = MethodKind::automatic;
+    m.metric = metric;
+    m.candidates = std::move(candidates);
+    return m;
+  }
+  // Horizon's "default" set: max, max-percentile 0.99995, KL. To try more, pass
+  // default_candidates() plus yours to automatic().
+  static std::vector<RangeMethod> default_candidates() {
+    return {max(), max_percentile(0.99995), kl()};
+  }
+  // The candidates an automatic method tries: its own list, or the default set.
+  std::vector<RangeMethod> automatic_candidates() const {
+    return candidates.empty() ? default_candidates() : candidates;
+  }
+
+  // Checks the parameters; `what` names the tensor/option for the message.
+  void validate(const std::string& what = {}) const {
+    const std::string w = what.empty() ? "calibration method" : what;
+    if (kind == MethodKind::percentile && !(percentile > 0.0 && percentile <= 1.0))
+      detail::fail(w, ": percentile ", percentile, "; expected a fraction in (0, 1] (0.9999 for 99.99%)");
+    if (kind == MethodKind::kl) {
+      if (kl_bins < 2 || kl_start_bin < 1 || kl_start_bin > kl_bins)
+        detail::fail(w, ": KL with ", kl_bins, " bins starting at bin ", kl_start_bin,
+                     "; expected 2 or more bins and 1 <= start bin <= bins");
+      if (kl_levels < 0) detail::fail(w, ": KL levels ", kl_levels, "; expected 0 (auto) or more");
+    }
+    if (kind == MethodKind::automatic)
+      for (const auto& c : automatic_candidates()) {
+        if (c.kind == MethodKind::automatic)
+          detail::fail(w, ": an automatic method cannot be a candidate of another");
+        c.validate(what);
+      }
+  }
+
+  // "minmax", "percentile(0.99995, abs)", "kl", "mse", "l2", "auto(cosine: ...)"
+  std::string to_string() const {
+    switch (kind) {
+      case MethodKind::percentile: {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.10g", percentile);
+        return std::string("percentile(") + buf + ", " + quantkit::to_string(side) + ")";
+      }
+      case MethodKind::automatic: {
+        std::string s = std::string("auto(") + quantkit::to_string(metric) + ":";
+        for (const auto& c : automatic_candidates()) s += " " + c.to_string();
+        return s + ")";
+      }
+      default: return quantkit::to_string(kind);
+    }
+  }
+};
+
+// What a method chose for one slot, with the similarity of the fake-quantized data (histogram
+// model) for each candidate the automatic method tried.
+struct CandidateScore {
+  std::string method;
+  Range range;
+  double cosine = 0.0;
+  double mse = 0.0;
+  double sqnr_db = 0.0;
+};
+struct RangeChoice {
+  Range range;
+  std::string method;                    // the method that produced `range`
+  std::vector<CandidateScore> candidates;  // automatic only: every candidate, in order tried
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/range_method.hpp ----
+
+namespace quantkit {
+namespace methods {
+
+struct Piece {
+  double lo = 0.0, hi = 0.0, count = 0.0;
+};
+
+struct Density {
+  std::vector<Piece> pieces;  // sorted by lo; disjoint for a signed histogram
+  double total = 0.0;
+  float min = 0.0f, max = 0.0f;
+  bool empty() const { return total <= 0.0; }
+  bool constant() const { return min == max; }
+  float amax() const { return std::max(std::fabs(min), std::fabs(max)); }
+};
+
+inline Density density_of(const GridHistogram& h) {
+  Density d;
+  d.min = h.min();
+  d.max = h.max();
+  const auto& c = h.counts();
+  for (std::size_t j = 0; j < c.size(); ++j) {
+    if (c[j] == 0) continue;
+    const auto jj = static_cast<std::int64_t>(j);
+    Piece p;
+    p.lo = std::max(h.edge(jj), static_cast<double>(d.min));
+    p.hi = std::min(h.edge(jj + 1), static_cast<double>(d.max));
+    if (p.hi < p.lo) p.hi = p.lo;
+    p.count = static_cast<double>(c[j]);
+    d.total += p.count;
+    d.pieces.push_back(p);
+  }
+  return d;
+}
+
+// The clipping range [lo, hi] (lo <= 0 <= hi, or any bounds) limited to the data's hull widened
+// to include 0 — [min(min, 0), max(max, 0)] — always a valid range (lo <= hi).
+inline Range clip_to_data(const Density& d, double lo, double hi) {
+  const double a = std::min(static_cast<double>(d.min), 0.0), b = std::max(static_cast<double>(d.max), 0.0);
+  const auto l = static_cast<float>(std::clamp(lo, a, b));
+  const auto h = static_cast<float>(std::clamp(hi, a, b));
+  return l <= h ? Range{l, h} : Range{h, l};
+}
+
+// The density of |x| (pieces sorted by lo; those of -x and x may overlap).
+inline Density folded(const Density& d) {
+  Density f;
+  f.total = d.total;
+  f.min = d.min >= 0.0f ? d.min : (d.max <= 0.0f ? -d.max : 0.0f);
+  f.max = d.amax();
+  f.pieces.reserve(d.pieces.size());
+  for (const Piece& p : d.pieces) {
+    if (p.lo >= 0.0)
+      f.pieces.push_back(p);
+    else if (p.hi <= 0.0)
+      f.pieces.push_back(Piece{-p.hi, -p.lo, p.count});
+    else {  // straddles 0 (only a clipped point range does): split by length
+      const double len = p.hi - p.lo;
+      f.pieces.push_back(Piece{0.0, -p.lo, p.count * (-p.lo) / len});
+      f.pieces.push_back(Piece{0.0, p.hi, p.count * p.hi / len});
+    }
+  }
+  std::sort(f.pieces.begin(), f.pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.lo < b.lo || (a.lo == b.lo && a.hi < b.hi); });
+  return f;
+}
+
+// The smallest t with F(t) >= fraction * total, F the cumulative count (piecewise linear,
+// point masses as jumps); clamped to [d.min, d.max].
+inline double quantile(const Density& d, double fraction) {
+  if (d.empty()) return 0.0;
+  const double target = std::clamp(fraction, 0.0, 1.0) * d.total;
+  if (target <= 0.0) return d.min;
+  // Events: density slope changes and point masses, swept in order.
+  struct Event {
+    double x;
+    double slope;  // change of density
+    double mass;   // point mass at x
+  };
+  std::vector<Event> ev;
+  ev.reserve(d.pieces.size() * 2);
+  for (const Piece& p : d.pieces) {
+    if (p.hi > p.lo) {
+      const double rho = p.count / (p.hi - p.lo);
+      ev.push_back({p.lo, rho, 0.0});
+      ev.push_back({p.hi, -rho, 0.0});
+    } else {
+      ev.push_back({p.lo, 0.0, p.count});
+    }
+  }
+  std::sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) { return a.x < b.x; });
+  double cum = 0.0, slope = 0.0, x = ev.front().x;
+  for (const Event& e : ev) {
+    if (e.x > x) {
+      const double next = cum + slope * (e.x - x);
+      if (slope > 0.0 && next >= target)
+        return std::clamp(x + (target - cum) / slope, static_cast<double>(d.min), static_cast<double>(d.max));
+      cum = next;
+      x = e.x;
+    }
+    slope += e.slope;
+    cum += e.mass;
+    if (cum >= target) return std::clamp(x, static_cast<double>(d.min), static_cast<double>(d.max));
+  }
+  return d.max;
+}
+
+// Counts in `nbins` equal bins over [0, top], each piece spread by overlap.
+inline std::vector<double> resample(const Density& d, double top, int nbins) {
+  std::vector<double> out(static_cast<std::size_t>(nbins), 0.0);
+  if (!(top > 0.0)) {
+    out[0] = d.total;
+    return out;
+  }
+  const double w = top / nbins;
+  auto bin_of = [&](double x) {
+    return std::clamp<std::int64_t>(static_cast<std::int64_t>(std::floor(x / w)), 0, nbins - 1);
+  };
+  for (const Piece& p : d.pieces) {
+    if (!(p.hi > p.lo)) {
+      out[static_cast<std::size_t>(bin_of(p.lo))] += p.count;
+      continue;
+    }
+    const std::int64_t k0 = bin_of(p.lo), k1 = bin_of(p.hi);
+    if (k0 == k1) {
+      out[static_cast<std::size_t>(k0)] += p.count;
+      continue;
+    }
+    const double rho = p.count / (p.hi - p.lo);
+    double assigned = 0.0;
+    for (std::int64_t k = k0; k < k1; ++k) {
+      const double a = std::max(p.lo, w * static_cast<double>(k));
+      const double b = std::min(p.hi, w * static_cast<double>(k + 1));
+      const double c = b > a ? rho * (b - a) : 0.0;
+      out[static_cast<std::size_t>(k)] += c;
+      assigned += c;
+    }
+    out[static_cast<std::size_t>(k1)] += std::max(0.0, p.count - assigned);
+  }
+  return out;
+}
+
+// The quantization grid of a range under a target.
+struct QuantGrid {
+  double scale = 1.0;
+  std::int32_t zero_point = 0;
+  IntRange range{};  // effective (restricted where the symmetry asks)
+  RoundingMode rounding = RoundingMode::half_even;
+
+  double value(std::int64_t k) const { return static_cast<double>(k - zero_point) * scale; }
+  // Upper boundary of code k's cell (deterministic modes).
+  double boundary(std::int64_t k) const {
+    switch (rounding) {
+      case RoundingMode::floor: return value(k + 1);
+      case RoundingMode::toward_zero: return k >= zero_point ? value(k + 1) : value(k);
+      default: return (static_cast<double>(k - zero_point) + 0.5) * scale;
+    }
+  }
+};
+
+inline QuantGrid quant_grid(const Range& r, const QuantTarget& t) {
+  const ScaleZeroPoint sz = compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention);
+  QuantGrid g;
+  g.scale = sz.scale;
+  g.zero_point = sz.zero_point;
+  g.range = effective_range(t.range, t.symmetry);
+  g.rounding = t.rounding;
+  return g;
+}
+
+struct Moments {
+  double err = 0.0;  // integral of (x - q(x))^2
+  double xx = 0.0;   // integral of x^2
+  double xq = 0.0;   // integral of x q(x)
+  double qq = 0.0;   // integral of q(x)^2
+  double total = 0.0;
+
+  double mse() const { return total > 0.0 ? err / total : 0.0; }
+  double sqnr_db() const {
+    if (err <= 0.0) return std::numeric_limits<double>::infinity();
+    if (xx <= 0.0) return -std::numeric_limits<double>::infinity();
+    return 10.0 * std::log10(xx / err);
+  }
+  double cosine() const {
+    if (xx <= 0.0 && qq <= 0.0) return 1.0;
+    if (xx <= 0.0 || qq <= 0.0) return 0.0;
+    return xq / std::sqrt(xx * qq);
+  }
+  // Larger is better for every metric.
+  double score(SimilarityMetric m) const {
+    switch (m) {
+      case SimilarityMetric::cosine: return cosine();
+      case SimilarityMetric::mse: return -mse();
+      case SimilarityMetric::sqnr: return sqnr_db();
+    }
+    return 0.0;
+  }
+};
+
+namespace detail_density {
+inline double cube(double v) { return v * v * v; }
+// Adds the moments of density rho over [lo, hi] quantized to the constant v.
+inline void segment(Moments& m, double rho, double lo, double hi, double v) {
+  m.err += rho * (cube(hi - v) - cube(lo - v)) / 3.0;
+  m.xq += rho * v * (hi * hi - lo * lo) / 2.0;
+  m.qq += rho * v * v * (hi - lo);
+}
+// Stochastic rounding between neighbours a < b over [lo, hi] (inside [a, b]): expected squared
+// error (x - a)(b - x), E[q] = x, E[q^2] = x^2 + (x - a)(b - x).
+inline void stochastic_segment(Moments& m, double rho, double lo, double hi, double a, double b) {
+  const double s = b - a;
+  auto prim = [&](double x) {  // integral of (x - a)(b - x) = s u^2 / 2 - u^3 / 3, u = x - a
+    const double u = x - a;
+    return s * u * u / 2.0 - u * u * u / 3.0;
+  };
+  const double e = rho * (prim(hi) - prim(lo));
+  const double x2 = rho * (cube(hi) - cube(lo)) / 3.0;
+  m.err += e;
+  m.xq += x2;
+  m.qq += x2 + e;
+}
+}  // namespace detail_density
+
+// Moments of the density quantized on grid g.
+inline Moments quantization_moments(const Density& d, const QuantGrid& g) {
+  using namespace detail_density;
+  Moments m;
+  m.total = d.total;
+  const std::int64_t qmin = g.range.qmin, qmax = g.range.qmax;
+  const double vmin = g.value(qmin), vmax = g.value(qmax);
+  // code of x for the deterministic modes
+  auto code_of = [&](double x) {
+    std::int64_t k = static_cast<std::int64_t>(std::floor(x / g.scale)) + g.zero_point;
+    k = std::clamp(k, qmin, qmax);
+    while (k > qmin && x < g.boundary(k - 1)) --k;
+    while (k < qmax && x >= g.boundary(k)) ++k;
+    return k;
+  };
+  const bool stochastic = g.rounding == RoundingMode::stochastic;
+  for (const Piece& p : d.pieces) {
+    if (!(p.hi > p.lo)) {  // point mass
+      const double x = p.lo;
+      m.xx += p.count * x * x;
+      if (stochastic && x > vmin && x < vmax) {
+        const std::int64_t k = std::clamp<std::int64_t>(
+            static_cast<std::int64_t>(std::floor(x / g.scale)) + g.zero_point, qmin, qmax - 1);
+        const double a = g.value(k), b = g.value(k + 1);
+        const double e = (x - a) * (b - x);
+        m.err += p.count * e;
+        m.xq += p.count * x * x;
+        m.qq += p.count * (x * x + e);
+        continue;
+      }
+      const double v = stochastic ? (x <= vmin ? vmin : vmax) : g.value(code_of(x));
+      m.err += p.count * (x - v) * (x - v);
+      m.xq += p.count * x * v;
+      m.qq += p.count * v * v;
+      continue;
+    }
+    const double rho = p.count / (p.hi - p.lo);
+    m.xx += rho * (cube(p.hi) - cube(p.lo)) / 3.0;
+    if (stochastic) {
+      double lo = p.lo;
+      if (lo < vmin) {
+        const double hi = std::min(p.hi, vmin);
+        segment(m, rho, lo, hi, vmin);
+        lo = hi;
+      }
+      if (lo < p.hi && lo < vmax) {
+        std::int64_t k = std::clamp<std::int64_t>(
+            static_cast<std::int64_t>(std::floor(lo / g.scale)) + g.zero_point, qmin, qmax - 1);
+        while (k > qmin && lo < g.value(k)) --k;
+        while (k < qmax - 1 && lo >= g.value(k + 1)) ++k;
+        while (lo < p.hi && lo < vmax) {
+          const double a = g.value(k), b = g.value(k + 1);
+          const double hi = std::min(p.hi, b);
+          stochastic_segment(m, rho, lo, hi, a, b);
+          lo = hi;
+          if (++k >= qmax) break;
+        }
+      }
+      if (lo < p.hi) segment(m, rho, std::max(lo, vmax), p.hi, vmax);
+      continue;
+    }
+    std::int64_t k = code_of(p.lo);
+    double lo = p.lo;
+    while (lo < p.hi) {
+      const double hi = k < qmax ? std::min(p.hi, g.boundary(k)) : p.hi;
+      if (hi > lo) segment(m, rho, lo, hi, g.value(k));
+      lo = std::max(lo, hi);
+      if (k == qmax) break;
+      ++k;
+    }
+  }
+  return m;
+}
+
+}  // namespace methods
+}  // namespace quantkit
+// ---- end quantkit/observer/methods/density.hpp ----
+// ---- begin quantkit/observer/methods/entropy.hpp ----
+// TensorRT's entropy (KL divergence) calibration, as NVIDIA's pytorch-quantization publishes it
+// (calib/histogram.py, _compute_amax_entropy), on a histogram of |x| with equal bins from 0.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+
+namespace quantkit {
+namespace methods {
+
+// For each candidate i in [start_bin, bins]:
+//   P = hist[0, i) with sum(hist[i, bins)) added to P[i-1]           (outliers folded in)
+//   Q = hist[0, i) merged into `levels` groups (bin k in group floor(k * levels / i)), each
+//       group's count shared equally among its non-empty bins, empty bins 0
+//   divergence[i] = KL(P/|P| || Q/|Q|) = sum over P > 0 of p log(p / q)  (inf where q = 0)
+// Returns the i with the smallest divergence (the largest such i on ties). zero_bin_fix first
+// sets hist[0] = hist[1]. `divergences` (optional) receives divergence[i] at index i - start_bin.
+inline std::int64_t entropy_threshold_bin(std::vector<double> hist, std::int64_t levels,
+                                          std::int64_t start_bin, bool zero_bin_fix,
+                                          std::vector<double>* divergences = nullptr) {
+  const auto bins = static_cast<std::int64_t>(hist.size());
+  if (bins < 2 || start_bin < 1 || start_bin > bins || levels < 1)
+    detail::fail("entropy calibration on ", bins, " bins from bin ", start_bin, " into ", levels,
+                 " levels; expected 2+ bins, 1 <= start bin <= bins and 1+ levels");
+  if (zero_bin_fix) hist[0] = hist[1];
+  std::vector<double> suffix(static_cast<std::size_t>(bins) + 1, 0.0);
+  for (std::int64_t k = bins - 1; k >= 0; --k)
+    suffix[static_cast<std::size_t>(k)] = suffix[static_cast<std::size_t>(k + 1)] + hist[static_cast<std::size_t>(k)];
+  std::vector<double> group_sum(static_cast<std::size_t>(levels));
+  std::vector<std::int64_t> group_nonzero(static_cast<std::size_t>(levels));
+  if (divergences) divergences->clear();
+  double best = std::numeric_limits<double>::infinity();
+  std::int64_t best_i = bins;
+  for (std::int64_t i = start_bin; i <= bins; ++i) {
+    std::fill(group_sum.begin(), group_sum.end(), 0.0);
+    std::fill(group_nonzero.begin(), group_nonzero.end(), 0);
+    for (std::int64_t k = 0; k < i; ++k) {
+      const double h = hist[static_cast<std::size_t>(k)];
+      if (h == 0.0) continue;
+      const auto g = static_cast<std::size_t>(k * levels / i);
+      group_sum[g] += h;
+      ++group_nonzero[g];
+    }
+    const double outliers = suffix[static_cast<std::size_t>(i)];
+    double sum_p = 0.0, sum_q = 0.0;
+    for (std::int64_t k = 0; k < i; ++k) {
+      const double h = hist[static_cast<std::size_t>(k)];
+      sum_p += h + (k == i - 1 ? outliers : 0.0);
+      if (h != 0.0) {
+        const auto g = static_cast<std::size_t>(k * levels / i);
+        sum_q += group_sum[g] / static_cast<double>(group_nonzero[g]);
+      }
+    }
+    double kl = 0.0;
+    for (std::int64_t k = 0; k < i; ++k) {
+      const double h = hist[static_cast<std::size_t>(k)];
+      const double p = (h + (k == i - 1 ? outliers : 0.0)) / sum_p;
+      if (!(p > 0.0)) continue;
+      double q = 0.0;
+      if (h != 0.0) {
+        const auto g = static_cast<std::size_t>(k * levels / i);
+        q = group_sum[g] / static_cast<double>(group_nonzero[g]) / sum_q;
+      }
+      if (!(q > 0.0)) {
+        kl = std::numeric_limits<double>::infinity();
+        break;
+      }
+      kl += p * std::log(p / q);
+    }
+    if (divergences) divergences->push_back(kl);
+    if (kl <= best) {
+      best = kl;
+      best_i = i;
+    }
+  }
+  return best_i;
+}
+
+// Quantized levels for a target: 2^(bits-1) (128 for 8 bits) when symmetric or the data has
+// negative values, else 2^bits.
+inline std::int64_t kl_levels(int requested, const QuantTarget& t, const Density& d) {
+  if (requested > 0) return requested;
+  const std::int64_t codes = t.range.levels() + 1;
+  return (t.symmetry != SymmetryKind::affine || d.min < 0.0f) ? std::max<std::int64_t>(1, codes / 2) : codes;
+}
+
+// The KL range of a density: threshold t on the resampled |x| histogram, [-t, t] within
+// [min, max]. `hist_out` (optional) receives the resampled histogram the search ran on.
+inline Range kl_range(const Density& d, const RangeMethod& m, const QuantTarget& t,
+                      std::vector<double>* hist_out = nullptr) {
+  if (d.constant()) return Range{d.min, d.max};
+  const double top = d.amax();
+  std::vector<double> h = resample(folded(d), top, m.kl_bins);
+  if (hist_out) *hist_out = h;
+  const std::int64_t i = entropy_threshold_bin(std::move(h), kl_levels(m.kl_levels, t, d),
+                                               m.kl_start_bin, m.kl_zero_bin_fix);
+  const double th = top * static_cast<double>(i) / m.kl_bins;
+  return clip_to_data(d, -th, th);
+}
+
+}  // namespace methods
+}  // namespace quantkit
+// ---- end quantkit/observer/methods/entropy.hpp ----
+// ---- begin quantkit/observer/methods/mse.hpp ----
+// MSE clipping: the range whose quantization (under the target's format, symmetry, convention
+// and rounding) gives the smallest expected squared error over the histogram density.
+//
+// Symmetric targets: one threshold t in (0, max|x|]: 256 evenly spaced candidates, then 64 steps
+// between the best one's neighbours (resolution max|x| / 8192). Affine targets: the range
+// [a * min(min, 0), b * max(max, 0)], a, b in (0, 1]: a common factor first (128 candidates),
+// then alternating searches on a and on b over shrinking windows (4 rounds of 33 candidates,
+// final resolution ~1e-4 of the range). A local search: the global optimum is not guaranteed
+// when the error has several separated minima. Ties keep the wider range.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+
+namespace quantkit {
+namespace methods {
+
+inline double range_error(const Density& d, const Range& r, const QuantTarget& t) {
+  return quantization_moments(d, quant_grid(r, t)).err;
+}
+
+inline Range mse_range(const Density& d, const QuantTarget& t) {
+  if (d.constant()) return Range{d.min, d.max};
+  auto clip = [&](double lo, double hi) { return clip_to_data(d, lo, hi); };
+  if (t.symmetry != SymmetryKind::affine) {
+    const double top = d.amax();
+    auto err_at = [&](double th) { return range_error(d, clip(-th, th), t); };
+    constexpr int coarse = 256, fine = 64;
+    double best_t = top, best = err_at(top);
+    for (int k = coarse - 1; k >= 1; --k) {
+      const double th = top * k / coarse;
+      const double e = err_at(th);
+      if (e < best) {
+        best = e;
+        best_t = th;
+      }
+    }
+    const double step = top / coarse;
+    const double lo = std::max(step / fine, best_t - step), hi = std::min(top, best_t + step);
+    for (int k = fine * 2; k >= 0; --k) {
+      const double th = lo + (hi - lo) * k / (fine * 2);
+      if (!(th > 0.0)) continue;
+      const double e = err_at(th);
+      if (e < best) {
+        best = e;
+        best_t = th;
+      }
+    }
+    return clip(-best_t, best_t);
+  }
+  const double neg = std::min(static_cast<double>(d.min), 0.0);
+  const double pos = std::max(static_cast<double>(d.max), 0.0);
+  auto err_at = [&](double a, double b) { return range_error(d, clip(neg * a, pos * b), t); };
+  double best_a = 1.0, best_b = 1.0, best = err_at(1.0, 1.0);
+  constexpr int coarse = 128;
+  for (int k = coarse - 1; k >= 1; --k) {
+    const double s = static_cast<double>(k) / coarse;
+    const double e = err_at(neg < 0.0 ? s : 1.0, pos > 0.0 ? s : 1.0);
+    if (e < best) {
+      best = e;
+      best_a = neg < 0.0 ? s : 1.0;
+      best_b = pos > 0.0 ? s : 1.0;
+    }
+  }
+  double delta = 2.0 / coarse;
+  for (int round = 0; round < 4; ++round, delta /= 4.0) {
+    for (int which = 0; which < 2; ++which) {
+      if ((which == 0 && !(neg < 0.0)) || (which == 1 && !(pos > 0.0))) continue;
+      const double center = which == 0 ? best_a : best_b;
+      constexpr int steps = 32;
+      for (int k = steps; k >= 0; --k) {
+        const double x = center - delta + 2.0 * delta * k / steps;
+        if (!(x > 0.0) || x > 1.0) continue;
+        const double e = which == 0 ? err_at(x, best_b) : err_at(best_a, x);
+        if (e < best) {
+          best = e;
+          (which == 0 ? best_a : best_b) = x;
+        }
+      }
+    }
+  }
+  return clip(neg * best_a, pos * best_b);
+}
+
+}  // namespace methods
+}  // namespace quantkit
+// ---- end quantkit/observer/methods/mse.hpp ----
+// ---- begin quantkit/observer/methods/percentile.hpp ----
+// Percentile clipping on a histogram density (see RangeMethod): abs — the p-quantile t of |x|,
+// range [-t, t] within [min, max] (Horizon's max-percentile); two-sided — the (1-p)/2 and
+// 1-(1-p)/2 quantiles of x (ONNX Runtime's Percentile). Quantiles interpolate linearly inside a
+// bin, so they are exact for data uniform within bins and within one bin width otherwise.
+
+#include <algorithm>
+
+
+namespace quantkit {
+namespace methods {
+
+inline PercentileSide resolve_side(PercentileSide side, const QuantTarget& t) {
+  if (side != PercentileSide::by_target) return side;
+  return t.symmetry == SymmetryKind::affine ? PercentileSide::two_sided : PercentileSide::abs;
+}
+
+inline Range percentile_range(const Density& d, double p, PercentileSide side, const QuantTarget& t) {
+  if (d.constant()) return Range{d.min, d.max};
+  if (resolve_side(side, t) == PercentileSide::abs) {
+    const double th = quantile(folded(d), p);
+    return clip_to_data(d, -th, th);
+  }
+  const double cut = (1.0 - p) / 2.0;
+  auto lo = static_cast<float>(quantile(d, cut));
+  auto hi = static_cast<float>(quantile(d, 1.0 - cut));
+  lo = std::clamp(lo, d.min, d.max);
+  hi = std::clamp(hi, lo, d.max);
+  return Range{lo, hi};
+}
+
+}  // namespace methods
+}  // namespace quantkit
+// ---- end quantkit/observer/methods/percentile.hpp ----
+
+namespace quantkit {
+namespace methods {
+
+// PyTorch's L2 search on the bins the data occupies.
+inline Range l2_range(const GridHistogram& h, const QuantTarget& t) {
+  if (h.min() == h.max()) return Range{h.min(), h.max()};
+  const auto& c = h.counts();
+  std::size_t first = 0, last = c.size() - 1;
+  while (first < last && c[first] == 0) ++first;
+  while (last > first && c[last] == 0) --last;
+  std::vector<float> hist(c.begin() + static_cast<std::ptrdiff_t>(first),
+                          c.begin() + static_cast<std::ptrdiff_t>(last) + 1);
+  const auto lo = static_cast<float>(h.edge(static_cast<std::int64_t>(first)));
+  const auto hi = static_cast<float>(h.edge(static_cast<std::int64_t>(last) + 1));
+  const Range r = torch_histogram::l2_search(hist, lo, hi, t.range.levels() + 1);
+  const float a = std::clamp(r.min, h.min(), h.max());
+  return Range{a, std::clamp(r.max, a, h.max())};
+}
+
+inline Range method_range(const GridHistogram& h, const Density& d, const RangeMethod& m,
+                          const QuantTarget& t) {
+  switch (m.kind) {
+    case MethodKind::minmax: return Range{d.min, d.max};
+    case MethodKind::percentile: return percentile_range(d, m.percentile, m.side, t);
+    case MethodKind::kl: return kl_range(d, m, t);
+    case MethodKind::mse: return mse_range(d, t);
+    case MethodKind::l2: return l2_range(h, t);
+    case MethodKind::automatic: break;
+  }
+  detail::fail("calibration method ", m.to_string(), " cannot be used here");
+}
+
+inline CandidateScore score_of(const Density& d, const Range& r, const QuantTarget& t,
+                               std::string method) {
+  const Moments mo = quantization_moments(d, quant_grid(r, t));
+  CandidateScore s;
+  s.method = std::move(method);
+  s.range = r;
+  s.cosine = mo.cosine();
+  s.mse = mo.mse();
+  s.sqnr_db = mo.sqnr_db();
+  return s;
+}
+
+// The range (and, for automatic, every candidate's score) for one non-empty histogram.
+inline RangeChoice choose_range(const GridHistogram& h, const RangeMethod& m, const QuantTarget& t) {
+  const Density d = density_of(h);
+  RangeChoice choice;
+  if (m.kind != MethodKind::automatic) {
+    choice.range = method_range(h, d, m, t);
+    choice.method = m.to_string();
+    return choice;
+  }
+  double best = -std::numeric_limits<double>::infinity();
+  bool first = true;
+  for (const RangeMethod& c : m.automatic_candidates()) {
+    const Range r = method_range(h, d, c, t);
+    CandidateScore s = score_of(d, r, t, c.to_string());
+    const double v = m.metric == SimilarityMetric::cosine ? s.cosine
+                     : m.metric == SimilarityMetric::mse  ? -s.mse
+                                                          : s.sqnr_db;
+    if (first || v > best) {
+      best = v;
+      choice.range = r;
+      choice.method = s.method;
+      first = false;
+    }
+    choice.candidates.push_back(std::move(s));
+  }
+  return choice;
+}
+
+}  // namespace methods
+}  // namespace quantkit
+// ---- end quantkit/observer/methods/select.hpp ----
+
+namespace quantkit {
+
+template <class Tag>
+struct DistributionOptions {
+  int bins = 4096;
+  RangeMethod method = Tag::default_method();
+};
+
+template <class Tag>
+class DistributionObserver {
+ public:
+  using category = quantkit::category::observer;
+  using Options = DistributionOptions<Tag>;
+  using State = std::vector<GridHistogram>;  // one per slot; empty before the first batch
+  static constexpr const char* kind_name = Tag::name;
+
+  explicit DistributionObserver(ObserverConfig config = {}, Options options = {})
+      : config_(std::move(config)), options_(std::move(options)) {
+    if (const int b = options_.bins; b < 2 || b > (1 << 24))
+      detail::fail(detail::describe_tensor(config_.name), ": ", kind_name, " observer with ",
+                   options_.bins, " bins; expected 2 .. 2^24 bins");
+    options_.method.validate(detail::describe_tensor(config_.name));
+  }
+
+  const ObserverConfig& config() const { return config_; }
+  const Options& options() const { return options_; }
+  bool empty() const { return slots_.empty(); }
+  void reset() { slots_.clear(); }
+
+  // One batch (a View of any element type; const or not).
+  template <class E, int R>
+  void observe(const View<E, R>& batch) {
+    using T = std::remove_const_t<E>;
+    const View<const T, R> v(batch);
+    detail::expect_nonempty_batch(v, config_);
+    const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
+    if (slots_.empty()) slots_.assign(s.ranges.size(), GridHistogram(options_.bins));
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (!s.ranges[i].empty()) slots_[i].prepare(s.ranges[i].min, s.ranges[i].max);
+    detail::for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t n, std::int64_t stride) {
+      slots_[static_cast<std::size_t>(slot)].add(p, n, stride, s.nonfinite);
+    });
+  }
+
+  void merge(const DistributionObserver& other) {
+    detail::expect_same_granularity(config_, other.config_);
+    if (other.options_.bins != options_.bins)
+      detail::fail(detail::describe_tensor(config_.name), ": cannot merge a ", kind_name,
+                   " observer of ", other.options_.bins, " bins into one of ", options_.bins,
+                   "; expected the same bin count");
+    if (other.empty()) return;
+    if (empty()) {
+      slots_ = other.slots_;
+      return;
+    }
+    detail::expect_same_slots(config_, slots_.size(), other.slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) slots_[i].merge(other.slots_[i]);
+  }
+
+  // The ranges of the configured method.
+  std::vector<Range> ranges(const QuantTarget& target = {}) const { return ranges(target, options_.method); }
+  // The ranges any method gives on the same statistics.
+  std::vector<Range> ranges(const QuantTarget& target, const RangeMethod& method) const {
+    std::vector<Range> r;
+    for (const auto& c : explain(target, method)) r.push_back(c.range);
+    return r;
+  }
+  // Per slot: the range, the method that produced it and (automatic) every candidate's score.
+  std::vector<RangeChoice> explain(const QuantTarget& target = {}) const { return explain(target, options_.method); }
+  std::vector<RangeChoice> explain(const QuantTarget& target, const RangeMethod& method) const {
+    method.validate(detail::describe_tensor(config_.name));
+    if (slots_.empty()) detail::fail_nothing_observed(config_.name);
+    std::vector<RangeChoice> out;
+    out.reserve(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].empty()) detail::fail_slot_empty(config_.name, i);
+      out.push_back(methods::choose_range(slots_[i], method, target));
+    }
+    return out;
+  }
+
+  const State& state() const { return slots_; }
+  void restore(State s) {
+    for (const auto& h : s)
+      if (h.bins() != options_.bins)
+        detail::fail(detail::describe_tensor(config_.name), ": ", kind_name, " state with ", h.bins(),
+                     " bins; this observer has ", options_.bins);
+    slots_ = std::move(s);
+  }
+
+ private:
+  ObserverConfig config_;
+  Options options_;
+  State slots_;
+};
+
+namespace observer_tags {
+struct statistics {
+  static constexpr const char* name = "statistics";
+  static RangeMethod default_method() { return RangeMethod::minmax(); }
+};
+}  // namespace observer_tags
+
+// Raw statistics (min/max + histogram) for calibration profiles; ranges() gives min-max unless
+// another method is configured or asked for.
+using StatisticsObserver = DistributionObserver<observer_tags::statistics>;
+
+}  // namespace quantkit
+// ---- end quantkit/observer/distribution.hpp ----
+
+namespace quantkit {
+
+// FNV-1a 64-bit over what identifies a graph (node names, op types, tensor names and shapes,
+// or the model's bytes), in the order added. Integers are added as 8 little-endian bytes,
+// strings with their length first, so ("ab", "c") and ("a", "bc") differ.
+class GraphHash {
+ public:
+  GraphHash& add_bytes(const void* data, std::size_t n) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) {
+      h_ ^= p[i];
+      h_ *= 0x100000001b3ull;
+    }
+    return *this;
+  }
+  GraphHash& add(std::int64_t v) {
+    unsigned char b[8];
+    for (int i = 0; i < 8; ++i) b[i] = static_cast<unsigned char>((static_cast<std::uint64_t>(v) >> (8 * i)) & 0xffu);
+    return add_bytes(b, 8);
+  }
+  GraphHash& add(const std::string& s) {
+    add(static_cast<std::int64_t>(s.size()));
+    return add_bytes(s.data(), s.size());
+  }
+  GraphHash& add(const char* s) { return add(std::string(s)); }
+  GraphHash& add(const Dims& d) {
+    add(static_cast<std::int64_t>(d.rank));
+    for (int i = 0; i < d.rank; ++i) add(d[i]);
+    return *this;
+  }
+  std::uint64_t value() const { return h_; }
+  // "fnv1a64:0123456789abcdef"
+  std::string hex() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "fnv1a64:%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  std::uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+class Profile {
+ public:
+  // `graph_hash` identifies the graph (GraphHash::hex() or the graph layer's own hash);
+  // `bins` the histogram resolution of every slot.
+  explicit Profile(std::string graph_hash = {}, int bins = 4096, ObserverConfig defaults = {})
+      : graph_hash_(std::move(graph_hash)), bins_(bins), stats_(std::move(defaults), options_for(bins)) {
+    if (bins < 2 || bins > (1 << 24))
+      detail::fail("profile with ", bins, " histogram bins; expected 2 .. 2^24 bins");
+  }
+
+  const std::string& graph_hash() const { return graph_hash_; }
+  int bins() const { return bins_; }
+
+  // Fails unless this profile was recorded from the graph with hash `hash`.
+  void expect_graph(const std::string& hash, const std::string& what = "profile") const {
+    if (hash != graph_hash_)
+      detail::fail(what, ": recorded from graph ", graph_hash_.empty() ? "(no hash)" : graph_hash_,
+                   "; this graph is ", hash.empty() ? "(no hash)" : hash,
+                   "; expected a profile of the same graph (calibrate this graph again)");
+  }
+
+  void configure(const std::string& name, Granularity g) { stats_.configure(name, g); }
+  template <class T>
+  void observe(const std::string& name, const T& batch) {
+    stats_.observe(name, batch);
+  }
+  // Another shard of the same graph: exact (histograms merge exactly).
+  void merge(const Profile& other) {
+    other.expect_graph(graph_hash_, "profile shard");
+    if (other.bins_ != bins_)
+      detail::fail("profile shard: ", other.bins_, " histogram bins; this profile has ", bins_,
+                   "; expected the same bin count");
+    stats_.merge(other.stats_);
+  }
+
+  bool contains(const std::string& name) const { return stats_.contains(name); }
+  std::vector<std::string> names() const { return stats_.names(); }
+  const StatisticsObserver& statistics(const std::string& name) const { return stats_.observer(name); }
+  const Calibration<StatisticsObserver>& calibration() const { return stats_; }
+  Calibration<StatisticsObserver>& calibration() { return stats_; }
+
+  std::vector<Range> ranges(const std::string& name, const RangeMethod& method,
+                            const QuantTarget& target) const {
+    return statistics(name).ranges(target, method);
+  }
+  std::vector<RangeChoice> explain(const std::string& name, const RangeMethod& method,
+                                   const QuantTarget& target) const {
+    return statistics(name).explain(target, method);
+  }
+  QuantParams params(const std::string& name, const RangeMethod& method, const QuantTarget& target) const {
+    const StatisticsObserver& s = statistics(name);
+    return compute_qparams(s.ranges(target, method), s.config().granularity, target.range,
+                           target.symmetry, target.convention, name);
+  }
+  std::map<std::string, QuantParams> params(const RangeMethod& method, const QuantTarget& target) const {
+    std::map<std::string, QuantParams> out;
+    for (const auto& n : names()) out.emplace(n, params(n, method, target));
+    return out;
+  }
+
+ private:
+  static StatisticsObserver::Options options_for(int bins) {
+    StatisticsObserver::Options o;
+    o.bins = bins;
+    return o;
+  }
+
+  std::string graph_hash_;
+  int bins_;
+  Calibration<StatisticsObserver> stats_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/calibration/profile.hpp ----
+// ---- begin quantkit/observer/auto.hpp ----
+// AutoObserver: tries several calibration methods — by default max, max-percentile 0.99995 and
+// KL, or any list given in RangeMethod::automatic(metric, candidates) — and keeps, per slot, the
+// one whose fake-quantized data is most similar to the data (cosine by default, or MSE, SQNR),
+// as Horizon's calibration_type "default" does. Similarity is computed on the streaming
+// histogram (data uniform within bins), so no batch has to be kept. explain() reports the
+// choice and every candidate's cosine, MSE and SQNR. See distribution.hpp for streaming,
+// merging and degenerate input.
+
+
+namespace quantkit {
+namespace observer_tags {
+struct automatic {
+  static constexpr const char* name = "auto";
+  static RangeMethod default_method() { return RangeMethod::automatic(); }
+};
+}  // namespace observer_tags
+
+using AutoObserver = DistributionObserver<observer_tags::automatic>;
+
+}  // namespace quantkit
+// ---- end quantkit/observer/auto.hpp ----
+// ---- begin quantkit/observer/configured.hpp ----
+// Configured<Observer, MakeOptions>: an observer whose options are fixed at compile time, so a
+// non-default observer still plugs into a Scheme (which constructs observers from an
+// ObserverConfig alone):
+//
+//   inline qk::PercentileObserver::Options p99999() {
+//     qk::PercentileObserver::Options o;
+//     o.method = qk::RangeMethod::max_percentile(0.99995);
+//     return o;
+//   }
+//   using A8 = qk::Scheme<qk::UInt8, qk::Configured<qk::PercentileObserver, p99999>>;
+
+#include <utility>
+
+
+namespace quantkit {
+
+template <class Observer, typename Observer::Options (*MakeOptions)()>
+class Configured : public Observer {
+ public:
+  using Options = typename Observer::Options;
+  explicit Configured(ObserverConfig config = {}) : Observer(std::move(config), MakeOptions()) {}
+  Configured(ObserverConfig config, Options options) : Observer(std::move(config), std::move(options)) {}
+  void merge(const Configured& other) { Observer::merge(other); }
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/configured.hpp ----
+// ---- begin quantkit/observer/kl.hpp ----
+// KlObserver: TensorRT's entropy calibration (KL divergence between the 2048-bin |x| histogram
+// and its 128-level quantization, outliers folded into the edge bin) from a streaming
+// histogram. See range_method.hpp for the algorithm and distribution.hpp for streaming,
+// merging and degenerate input.
+
+
+namespace quantkit {
+namespace observer_tags {
+struct kl {
+  static constexpr const char* name = "kl";
+  static RangeMethod default_method() { return RangeMethod::kl(); }
+};
+}  // namespace observer_tags
+
+using KlObserver = DistributionObserver<observer_tags::kl>;
+using EntropyObserver = KlObserver;
+
+}  // namespace quantkit
+// ---- end quantkit/observer/kl.hpp ----
+// ---- begin quantkit/observer/minmax.hpp ----
+// MinMaxObserver: the running minimum and maximum, per tensor, per channel or per block
+// (PyTorch's MinMaxObserver / PerChannelMinMaxObserver).
+// Merging two observers gives exactly the observer that saw both streams.
+// A batch is checked as a whole before anything is recorded: an error (NaN/Inf with
+// RejectNonFinite, an empty batch, a channel count that changed) leaves the observer as it was.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace quantkit {
+
+class MinMaxObserver {
+ public:
+  using category = quantkit::category::observer;
+  struct Options {};
+  static constexpr const char* kind_name = "minmax";
+
+  explicit MinMaxObserver(ObserverConfig config = {}, Options = {}) : config_(std::move(config)) {}
+
+  const ObserverConfig& config() const { return config_; }
+  Options options() const { return {}; }
+  bool empty() const { return ranges_.empty(); }
+  void reset() { ranges_.clear(); }
+
+  // One batch (a View of any element type; const or not).
+  template <class E, int R>
+  void observe(const View<E, R>& batch) {
+    using T = std::remove_const_t<E>;
+    const View<const T, R> v(batch);
+    detail::expect_nonempty_batch(v, config_);
+    const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    detail::BatchStats s = detail::batch_stats(v, layout, config_, ranges_.size());
+    if (ranges_.empty()) {
+      ranges_ = std::move(s.ranges);
+      return;
+    }
+    for (std::size_t i = 0; i < ranges_.size(); ++i) ranges_[i].include(s.ranges[i]);
+  }
+
+  void merge(const MinMaxObserver& other) {
+    detail::expect_same_granularity(config_, other.config_);
+    if (other.empty()) return;
+    if (empty()) {
+      ranges_ = other.ranges_;
+      return;
+    }
+    detail::expect_same_slots(config_, ranges_.size(), other.ranges_.size());
+    for (std::size_t i = 0; i < ranges_.size(); ++i) ranges_[i].include(other.ranges_[i]);
+  }
+
+  // The observed ranges; channels that saw no finite value are an error naming them.
+  std::vector<Range> ranges(const QuantTarget& = {}) const {
+    if (ranges_.empty()) detail::fail_nothing_observed(config_.name);
+    for (std::size_t i = 0; i < ranges_.size(); ++i)
+      if (ranges_[i].empty()) detail::fail_slot_empty(config_.name, i);
+    return ranges_;
+  }
+
+  // Raw state, for serialization and tests: one range per slot (empty() where nothing finite
+  // was seen), no entries before the first batch.
+  using State = std::vector<Range>;
+  const State& state() const { return ranges_; }
+  void restore(State s) { ranges_ = std::move(s); }
+
+ private:
+  ObserverConfig config_;
+  std::vector<Range> ranges_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/minmax.hpp ----
+// ---- begin quantkit/observer/moving_average.hpp ----
+// MovingAverageMinMaxObserver: exponential moving averages of each batch's minimum and maximum,
+// per tensor, per channel (any axis) or per block — PyTorch's MovingAverageMinMaxObserver and
+// MovingAveragePerChannelMinMaxObserver, bit for bit:
+//   first batch:  min = min(X),  max = max(X)
+//   then:         min = min + c * (min(X) - min),  max = max + c * (max(X) - max)
+// in float32, c rounded to float32 (PyTorch's default c = 0.01).
+//
+// A channel that saw no finite value in a batch (IgnoreNonFinite) keeps its averages for that
+// batch. Merging is ordered — a.merge(b) is "a's batches, then b's" — and uses
+//   merged = b + (1 - c)^n_b * (a - first_b)
+// (b's averages, its batch count n_b and its first batch's range first_b), which is exact in
+// real arithmetic; in float32 it differs from observing the batches one by one by the
+// rounding of the sequential updates (tested: within 8 float32 ulps of the largest |value|).
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+
+namespace quantkit {
+
+struct MovingAverageOptions {
+  double averaging_constant = 0.01;  // c in (0, 1]
+};
+
+class MovingAverageMinMaxObserver {
+ public:
+  using category = quantkit::category::observer;
+  static constexpr const char* kind_name = "moving_average_minmax";
+
+  using Options = MovingAverageOptions;
+
+  // Per slot: the averages, the first batch's range and how many batches updated it.
+  struct Slot {
+    Range average;
+    Range first;
+    std::int64_t batches = 0;
+  };
+  using State = std::vector<Slot>;
+
+  explicit MovingAverageMinMaxObserver(ObserverConfig config = {}, Options options = {})
+      : config_(std::move(config)), options_(options) {
+    if (!(options_.averaging_constant > 0.0 && options_.averaging_constant <= 1.0))
+      detail::fail(detail::describe_tensor(config_.name), ": averaging constant ",
+                   options_.averaging_constant, "; expected a value in (0, 1]");
+  }
+
+  const ObserverConfig& config() const { return config_; }
+  const Options& options() const { return options_; }
+  bool empty() const { return slots_.empty(); }
+  void reset() { slots_.clear(); }
+
+  // One batch (a View of any element type; const or not).
+  template <class E, int R>
+  void observe(const View<E, R>& batch) {
+    using T = std::remove_const_t<E>;
+    const View<const T, R> v(batch);
+    detail::expect_nonempty_batch(v, config_);
+    const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
+    if (slots_.empty()) slots_.assign(s.ranges.size(), Slot{});
+    const float c = static_cast<float>(options_.averaging_constant);
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      const Range& cur = s.ranges[i];
+      if (cur.empty()) continue;
+      Slot& sl = slots_[i];
+      if (sl.batches == 0) {
+        sl.average = cur;
+        sl.first = cur;
+      } else {
+        sl.average.min = step(sl.average.min, cur.min, c);
+        sl.average.max = step(sl.average.max, cur.max, c);
+      }
+      ++sl.batches;
+    }
+  }
+
+  // a.merge(b): a's batches followed by b's.
+  void merge(const MovingAverageMinMaxObserver& other) {
+    detail::expect_same_granularity(config_, other.config_);
+    if (other.options_.averaging_constant != options_.averaging_constant)
+      detail::fail(detail::describe_tensor(config_.name),
+                   ": cannot merge a moving average with constant ",
+                   other.options_.averaging_constant, " into one with ",
+                   options_.averaging_constant, "; expected the same constant");
+    if (other.empty()) return;
+    if (empty()) {
+      slots_ = other.slots_;
+      return;
+    }
+    detail::expect_same_slots(config_, slots_.size(), other.slots_.size());
+    const double keep = 1.0 - static_cast<double>(static_cast<float>(options_.averaging_constant));
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      Slot& a = slots_[i];
+      const Slot& b = other.slots_[i];
+      if (b.batches == 0) continue;
+      if (a.batches == 0) {
+        a = b;
+        continue;
+      }
+      const double decay = std::pow(keep, static_cast<double>(b.batches));
+      a.average.min = static_cast<float>(static_cast<double>(b.average.min) +
+                                         decay * (static_cast<double>(a.average.min) - b.first.min));
+      a.average.max = static_cast<float>(static_cast<double>(b.average.max) +
+                                         decay * (static_cast<double>(a.average.max) - b.first.max));
+      a.batches += b.batches;
+    }
+  }
+
+  std::vector<Range> ranges(const QuantTarget& = {}) const {
+    if (slots_.empty()) detail::fail_nothing_observed(config_.name);
+    std::vector<Range> r(slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].batches == 0) detail::fail_slot_empty(config_.name, i);
+      r[i] = slots_[i].average;
+    }
+    return r;
+  }
+
+  const State& state() const { return slots_; }
+  void restore(State s) { slots_ = std::move(s); }
+
+ private:
+  // PyTorch: m + c * (x - m), each operation rounded to float32.
+  static float step(float m, float x, float c) {
+    const float d = x - m;
+    const float cd = detail::kernels::rounded(c * d);
+    return m + cd;
+  }
+
+  ObserverConfig config_;
+  Options options_;
+  State slots_;
+};
+
+}  // namespace quantkit
+// ---- end quantkit/observer/moving_average.hpp ----
+// ---- begin quantkit/observer/mse.hpp ----
+// MseObserver: the clipping range that minimises the quantization MSE of the observed data
+// under the target's format, rounding, symmetry and convention (AXera's MSE_CLIPPING, N2D2's
+// MSE clipping), from a streaming histogram. See methods/mse.hpp for the search and
+// distribution.hpp for streaming, merging and degenerate input.
+
+
+namespace quantkit {
+namespace observer_tags {
+struct mse {
+  static constexpr const char* name = "mse";
+  static RangeMethod default_method() { return RangeMethod::mse(); }
+};
+}  // namespace observer_tags
+
+using MseObserver = DistributionObserver<observer_tags::mse>;
+
+}  // namespace quantkit
+// ---- end quantkit/observer/mse.hpp ----
+// ---- begin quantkit/observer/percentile.hpp ----
+// PercentileObserver: clips at a percentile of the data, from a streaming histogram.
+// Default: the 99.99th percentile (0.9999), of |x| for symmetric targets and two-sided
+// ((1-p)/2 cut from each tail) for affine ones; RangeMethod::max_percentile(0.99995) is
+// Horizon's max-percentile, RangeMethod::percentile_of(p, PercentileSide::two_sided) ONNX
+// Runtime's. See distribution.hpp for streaming, merging and degenerate input.
+
+
+namespace quantkit {
+namespace observer_tags {
+struct percentile {
+  static constexpr const char* name = "percentile";
+  static RangeMethod default_method() { return RangeMethod::percentile_of(0.9999); }
+};
+}  // namespace observer_tags
+
+using PercentileObserver = DistributionObserver<observer_tags::percentile>;
+
+}  // namespace quantkit
+// ---- end quantkit/observer/percentile.hpp ----
+// ---- begin quantkit/quantizer.hpp ----
+// Quantizer<Scheme>: observe tensors, derive parameters, quantize / dequantize /
+// fake-quantize any adapted tensor. Every operation equals the scalar reference (ref::) bit
+// for bit; SIMD kernels plug in behind the same calls.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
 // ---- begin quantkit/scheme.hpp ----
 // Scheme: a bundle of policies (PyTorch calls it a qconfig). Policies are given in any order;
 // each fills the slot of its category and every slot has a default:
@@ -1740,94 +7083,6 @@ View<T> with_shape(std::span<T, E> s, Dims shape, std::string name = {}) {
 
 }  // namespace quantkit
 // ---- end quantkit/tensor/span.hpp ----
-// ---- begin quantkit/tensor/tensor_traits.hpp ----
-// tensor_traits: the one customization point through which quantkit reads and writes users'
-// tensors. Specialize it for your type (see examples/custom_tensor.cpp):
-//
-//   template <> struct quantkit::tensor_traits<MyTensor> {
-//     using value_type = float;                       // const float for read-only types
-//     static constexpr int rank = 2;                  // or quantkit::dynamic_rank
-//     static value_type* data(MyTensor& t);           // may take const MyTensor& instead
-//     static quantkit::Dims shape(const MyTensor& t);
-//     static quantkit::Dims strides(const MyTensor& t);  // in elements; optional: row-major
-//   };
-
-#include <type_traits>
-#include <utility>
-
-
-namespace quantkit {
-
-template <class T, class Enable = void>
-struct tensor_traits;  // undefined: a type without a specialization is not a tensor
-
-template <class T, int R>
-struct tensor_traits<View<T, R>> {
-  using value_type = T;
-  static constexpr int rank = R;
-  static T* data(const View<T, R>& v) { return v.data(); }
-  static Dims shape(const View<T, R>& v) { return v.shape(); }
-  static Dims strides(const View<T, R>& v) { return v.strides(); }
-  static std::string name(const View<T, R>& v) { return v.name(); }
-};
-
-namespace detail {
-template <class T, class = void>
-struct has_traits : std::false_type {};
-template <class T>
-struct has_traits<T, std::void_t<typename tensor_traits<T>::value_type,
-                                 decltype(tensor_traits<T>::rank),
-                                 decltype(tensor_traits<T>::data(std::declval<T&>())),
-                                 decltype(tensor_traits<T>::shape(std::declval<const T&>()))>>
-    : std::true_type {};
-
-template <class Tr, class T, class = void>
-struct has_strides : std::false_type {};
-template <class Tr, class T>
-struct has_strides<Tr, T, std::void_t<decltype(Tr::strides(std::declval<const T&>()))>>
-    : std::true_type {};
-
-template <class Tr, class T, class = void>
-struct has_name : std::false_type {};
-template <class Tr, class T>
-struct has_name<Tr, T, std::void_t<decltype(Tr::name(std::declval<const T&>()))>>
-    : std::true_type {};
-}  // namespace detail
-
-template <class T>
-inline constexpr bool is_tensor_v = detail::has_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value;
-
-#if defined(__cpp_concepts) && __cpp_concepts >= 201907L
-template <class T>
-concept Tensor = is_tensor_v<T>;
-#endif
-
-template <class T>
-using tensor_value_t = typename tensor_traits<std::remove_cv_t<std::remove_reference_t<T>>>::value_type;
-
-// Any adapted tensor -> View. A const tensor gives a view of const elements.
-template <class T>
-auto make_view(T&& t) {
-  using Bare = std::remove_cv_t<std::remove_reference_t<T>>;
-  static_assert(is_tensor_v<Bare>,
-                "quantkit: this type is not an adapted tensor; specialize quantkit::tensor_traits "
-                "for it (see tensor/tensor_traits.hpp) or wrap it with quantkit::with_shape()");
-  using Tr = tensor_traits<Bare>;
-  using Elem = std::remove_pointer_t<decltype(Tr::data(t))>;
-  using V = std::conditional_t<std::is_const_v<std::remove_reference_t<T>>, const Elem, Elem>;
-  Dims shape = Tr::shape(t);
-  Dims strides;
-  if constexpr (detail::has_strides<Tr, Bare>::value)
-    strides = Tr::strides(t);
-  else
-    strides = contiguous_strides(shape);
-  std::string name;
-  if constexpr (detail::has_name<Tr, Bare>::value) name = Tr::name(t);
-  return View<V, Tr::rank>(Tr::data(t), shape, strides, std::move(name));
-}
-
-}  // namespace quantkit
-// ---- end quantkit/tensor/tensor_traits.hpp ----
 
 namespace quantkit {
 
@@ -1900,7 +7155,8 @@ class Quantizer {
                       std::is_same_v<std::remove_const_t<typename decltype(out)::value_type>, std::int32_t>,
                   "Quantizer::quantize: the output element type must be the format's storage_type "
                   "(or std::int32_t)");
-    ref::quantize(in, params(), out, rounding_, application);
+    // SIMD kernels for the built-in rounding policies; the scalar reference for user ones.
+    simd::quantize(in, params(), out, rounding_, application);
   }
 
   template <class In, class Out>
@@ -1910,7 +7166,7 @@ class Quantizer {
     auto out = checked_view(x);
     static_assert(std::is_same_v<typename decltype(out)::value_type, float>,
                   "Quantizer::dequantize: the output must be a mutable float tensor");
-    ref::dequantize(View<const Q, decltype(in)::static_rank>(in), params(), out);
+    simd::dequantize(View<const Q, decltype(in)::static_rank>(in), params(), out);
   }
 
   template <class In, class Out>
@@ -1919,7 +7175,7 @@ class Quantizer {
     auto out = checked_view(y);
     static_assert(std::is_same_v<typename decltype(out)::value_type, float>,
                   "Quantizer::fake_quantize: the output must be a mutable float tensor");
-    ref::fake_quantize(in, params(), out, rounding_, application);
+    simd::fake_quantize(in, params(), out, rounding_, application);
   }
 
   // 2- and 4-bit formats: values packed low bits first, in row-major order of x's shape.
@@ -1929,11 +7185,9 @@ class Quantizer {
                   "Quantizer::quantize_packed: only 2- and 4-bit formats pack into bytes; use "
                   "quantize() for this format");
     auto in = const_float_view(x);
-    std::vector<storage_type> values(static_cast<std::size_t>(in.size()));
-    ref::quantize(in, params(), View<storage_type>(values.data(), in.shape(), name_), rounding_,
-                  application);
-    std::vector<std::uint8_t> packed(packed_size(values.size(), format::bits));
-    ref::pack(values.data(), values.size(), format::bits, packed.data(), packed.size(), name_);
+    std::vector<std::uint8_t> packed(packed_size(static_cast<std::size_t>(in.size()), format::bits));
+    simd::quantize_packed(in, params(), format::bits, packed.data(), packed.size(), rounding_,
+                          application);
     return packed;
   }
 
@@ -1987,94 +7241,6 @@ class Quantizer {
 
 }  // namespace quantkit
 // ---- end quantkit/quantizer.hpp ----
-// ---- begin quantkit/ref/requantize.hpp ----
-// Scalar reference requantization: int32 accumulators (+ optional int32 bias) rescaled by a
-// scale scheme, offset by the output zero point, clamped to the output range (which is also
-// how a fused ReLU/ReLU6/clip is expressed).
-//   out = clamp(Scheme::apply(sat32(acc + bias[c]), k[c]) + zp, clamp_min, clamp_max)
-
-#include <algorithm>
-#include <cstdint>
-#include <string>
-#include <type_traits>
-#include <vector>
-
-
-namespace quantkit {
-
-template <class Scheme>
-struct RequantParams {
-  using constants_type = typename Scheme::Constants;
-  std::vector<constants_type> constants;  // 1 (per tensor) or one per channel
-  std::vector<std::int32_t> bias;         // empty, or one per channel
-  std::int32_t output_zero_point = 0;
-  std::int32_t clamp_min = -128;
-  std::int32_t clamp_max = 127;
-  int channel_axis = -1;                  // axis of the accumulator the channels run along
-
-  // From real multipliers (s_in * s_w[c] / s_out); throws naming `layer` when one cannot be
-  // expressed by the scheme. The clamp defaults to the output format's range.
-  static RequantParams make(const std::vector<double>& multipliers, IntRange out_range,
-                            std::int32_t output_zero_point, const std::string& layer = {}) {
-    if (multipliers.empty()) quantkit::detail::fail("layer '", layer, "': no requantization multipliers");
-    RequantParams p;
-    p.constants.reserve(multipliers.size());
-    for (double m : multipliers) p.constants.push_back(Scheme::make(m, layer));
-    p.output_zero_point = output_zero_point;
-    p.clamp_min = out_range.qmin;
-    p.clamp_max = out_range.qmax;
-    return p;
-  }
-};
-
-namespace ref {
-
-template <class Scheme>
-inline std::int32_t requantize_value(std::int32_t acc, std::int32_t bias,
-                                     const typename Scheme::Constants& k, std::int32_t zp,
-                                     std::int32_t lo, std::int32_t hi) {
-  const std::int32_t v = saturate_to_int32(std::int64_t{acc} + bias);
-  const std::int64_t r = std::int64_t{Scheme::apply(v, k)} + zp;
-  return static_cast<std::int32_t>(std::min<std::int64_t>(std::max<std::int64_t>(r, lo), hi));
-}
-
-template <class Scheme, class Acc, class Out, int RI, int RO>
-void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
-                const View<Out, RO>& out, const std::string& layer = {}) {
-  static_assert(std::is_same_v<std::remove_const_t<Acc>, std::int32_t>,
-                "ref::requantize: accumulators must be std::int32_t");
-  if (acc.shape() != out.shape())
-    quantkit::detail::fail("layer '", layer, "': requantize output shape ", out.shape().to_string(),
-                 "; expected the accumulator shape ", acc.shape().to_string());
-  if (p.clamp_min > p.clamp_max)
-    quantkit::detail::fail("layer '", layer, "': clamp range [", p.clamp_min, ", ", p.clamp_max,
-                 "] is empty; expected min <= max");
-  const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
-  const Granularity g =
-      per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
-  const ParamLayout layout(acc.shape(), g, layer);
-  const std::int64_t channels = layout.count();
-  if (p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels)
-    quantkit::detail::fail("layer '", layer, "': ", p.constants.size(), " multipliers for ", channels,
-                 " channels; expected 1 or ", channels);
-  if (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)
-    quantkit::detail::fail("layer '", layer, "': ", p.bias.size(), " biases for ", channels,
-                 " channels; expected ", channels);
-  const Dims& so = out.strides();
-  for_each_index(acc, [&](std::int64_t off, const Dims& idx) {
-    const auto c = static_cast<std::size_t>(layout.index(idx));
-    const auto& k = p.constants.size() == 1 ? p.constants[0] : p.constants[c];
-    const std::int32_t b = p.bias.empty() ? 0 : p.bias[c];
-    std::int64_t out_off = 0;
-    for (int d = 0; d < idx.rank; ++d) out_off += idx[d] * so[d];
-    out.data()[out_off] = static_cast<Out>(
-        requantize_value<Scheme>(acc.data()[off], b, k, p.output_zero_point, p.clamp_min, p.clamp_max));
-  });
-}
-
-}  // namespace ref
-}  // namespace quantkit
-// ---- end quantkit/ref/requantize.hpp ----
 // ---- begin quantkit/version.hpp ----
 
 #define QUANTKIT_VERSION_MAJOR 0

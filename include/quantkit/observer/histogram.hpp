@@ -358,7 +358,7 @@ class HistogramObserver {
     for (std::size_t i = 0; i < n; ++i) plans[i] = plan(i < slots_.size() ? slots_[i] : Slot{}, s.ranges[i]);
 
     // torch.histc of the batch, per slot (point masses counted separately).
-    std::vector<std::uint32_t> counts(n * bins, 0u);
+    std::vector<std::uint64_t> counts(n * bins, 0u);
     std::vector<std::uint64_t> points(n, 0u);
     detail::for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t m, std::int64_t stride) {
       const auto si = static_cast<std::size_t>(slot);
@@ -492,7 +492,7 @@ class HistogramObserver {
     return static_cast<float>(c);
   }
 
-  void apply(Slot& s, const Plan& p, const std::uint32_t* counts, std::uint64_t points) const {
+  void apply(Slot& s, const Plan& p, const std::uint64_t* counts, std::uint64_t points) const {
     if (p.action == Action::skip) return;
     const auto bins = static_cast<std::size_t>(options_.bins);
     std::vector<float> h(bins);

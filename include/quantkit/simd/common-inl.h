@@ -143,9 +143,9 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
 
 // ------------------------------ Rounding of floats to integral floats
 // Each op equals the scalar policy (quantkit/policy/rounding.hpp) for every float, including
-// ties, huge values and infinities. Highway's own Round() is used only where it is the
-// hardware instruction: its emulation (SCALAR, EMU128, SSSE3) misrounds values such as
-// 0.49999997f, so elsewhere round-half-even uses the exact 2^23 trick.
+// ties, huge values and infinities. Round-half-even is the hardware instruction where there is
+// one (SSE4 and up); elsewhere it is the 2^23 trick (t + 2^23 - 2^23 in the current,
+// round-to-nearest-even mode), exact for |t| < 2^23 and cheaper than Highway's emulation.
 
 struct RoundHalfEvenOp {
   static constexpr bool kStochastic = false;

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -95,6 +97,21 @@ BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
          "; earlier batches had ", expected_slots);
   BatchStats s;
   s.ranges.assign(static_cast<std::size_t>(layout.count()), Range{});
+  if constexpr (std::is_same_v<T, float>) {
+    // Per channel / per block / strided float batches: one SIMD pass over the whole view.
+    if (!(v.is_contiguous() && layout.kind() == GranularityKind::per_tensor) &&
+        kernels::simd_reductions()) {
+      std::vector<float> mn(s.ranges.size(), std::numeric_limits<float>::infinity());
+      std::vector<float> mx(s.ranges.size(), -std::numeric_limits<float>::infinity());
+      const std::size_t skipped = simd::minmax_per_param(v, config.granularity, mn.data(), mx.data());
+      if (skipped != 0) {
+        if (config.nonfinite == NonFiniteKind::reject) fail_nonfinite(v, name);
+        s.nonfinite = true;
+      }
+      for (std::size_t i = 0; i < s.ranges.size(); ++i) s.ranges[i] = Range{mn[i], mx[i]};
+      return s;
+    }
+  }
   bool finite = true;
   for_each_run(v, layout, [&](std::int64_t slot, const T* p, std::int64_t n, std::int64_t stride) {
     Range& r = s.ranges[static_cast<std::size_t>(slot)];

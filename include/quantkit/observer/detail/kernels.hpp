@@ -10,9 +10,25 @@
 #include <limits>
 #include <type_traits>
 
+#include "quantkit/simd/simd.hpp"
+
 namespace quantkit {
 namespace detail {
 namespace kernels {
+
+// Whether quantkit::simd's reductions run here on vectors (runtime dispatch, or a static target
+// wider than scalar emulation); otherwise the plain loops below, which the compiler vectorizes
+// for the baseline target, are faster. Both give the same results.
+// Tests set plain_reductions_only() to run the plain loops where SIMD kernels are available.
+inline bool& plain_reductions_only() {
+  static bool only = false;
+  return only;
+}
+inline bool simd_reductions() {
+  if (plain_reductions_only()) return false;
+  const std::int64_t t = simd::active_kernels().target;
+  return t != HWY_SCALAR && t != HWY_EMU128;
+}
 
 // Blocks the contiguous loops work on: 16 independent lanes vectorize at any SIMD width.
 inline constexpr int kLanes = 16;
@@ -37,6 +53,16 @@ inline float rounded(float v) {
 // among them (then mn/mx are not meaningful); otherwise widens [mn, mx] to include them.
 template <class T>
 bool minmax(const T* p, std::int64_t n, std::int64_t stride, float& mn, float& mx) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      const simd::MinMaxResult r = simd::minmax(p, static_cast<std::size_t>(n));
+      if (r.finite != 0) {
+        mn = std::min(mn, r.min);
+        mx = std::max(mx, r.max);
+      }
+      return r.nonfinite == 0;
+    }
+  }
   if (stride == 1 && n >= kLanes) {
     float lo[kLanes], hi[kLanes], z[kLanes];
     for (int j = 0; j < kLanes; ++j) {
@@ -80,6 +106,16 @@ bool minmax(const T* p, std::int64_t n, std::int64_t stride, float& mn, float& m
 // Min and max of the finite values among n (NaN and +-Inf skipped).
 template <class T>
 void minmax_finite(const T* p, std::int64_t n, std::int64_t stride, float& mn, float& mx) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      const simd::MinMaxResult r = simd::minmax(p, static_cast<std::size_t>(n));
+      if (r.finite != 0) {
+        mn = std::min(mn, r.min);
+        mx = std::max(mx, r.max);
+      }
+      return;
+    }
+  }
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = static_cast<float>(p[i * stride]);
     if (!std::isfinite(v)) continue;
@@ -149,6 +185,12 @@ inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
 template <class T, class Count>
 void histc(const T* p, std::int64_t n, std::int64_t stride, float lo, float hi, int nbins,
            Count* counts) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Count, std::uint64_t>) {
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      simd::histogram(p, static_cast<std::size_t>(n), lo, hi, static_cast<std::size_t>(nbins), counts);
+      return;
+    }
+  }
   const float nb = static_cast<float>(nbins);
   const float span = hi - lo;
   if (stride == 1) {
