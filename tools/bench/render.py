@@ -299,7 +299,10 @@ def markdown(rows, contexts, out_dir):
         lines += ["## Not measured (errors)", ""]
         lines += [f"- `{'/'.join(map(str, k))}`: {msg}" for k, msg in sorted(errors)]
         lines.append("")
-    lines += ["## Machine and run", ""]
+    lines += ["## Machine and run", "",
+              "`library_build_type` is how Debian built libbenchmark itself; quantkit's benchmark "
+              "code is a Release build (-O3). Times are CPU time for bench_kernels (the machine is "
+              "shared), the median of single calls' wall time for the peers.", ""]
     for name, ctx in contexts:
         keep = {k: v for k, v in ctx.items() if k not in ("caches", "load_avg")}
         lines.append(f"- `{name}`: " + ", ".join(f"{k}={v}" for k, v in keep.items()))

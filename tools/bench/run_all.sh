@@ -4,10 +4,13 @@
 #   bench_kernels.json   sweep (4K..16M elements) and variant matrix, Google Benchmark JSON
 #   ort.json torch.json  the peers, same JSON shape
 #   results.md sweep.svg variants.svg   (tools/bench/render.py)
+# With --observers, bench_observers and PyTorch's observers instead (1M and 16M-element
+# batches): bench_observers.json torch_observers.json observers.md.
 #
-# usage: tools/bench/run_all.sh [--quick] [--no-peers]
-#   --quick     3 sizes, short runs: checks the pipeline, not for publishing
-#   --no-peers  skip ONNX Runtime and PyTorch
+# usage: tools/bench/run_all.sh [--quick] [--no-peers] [--observers]
+#   --quick      3 sizes, short runs: checks the pipeline, not for publishing
+#   --no-peers   skip ONNX Runtime and PyTorch
+#   --observers  the observer benchmarks (bench/bench_observers.cpp) instead of the kernels'
 # Environment: QK_BENCH_RESULTS (output folder, default bench/results),
 #              QK_BENCH_BUILD (build folder, default build/bench).
 # Medians of 3 repetitions; one thread everywhere. The machine may be shared: run it when
@@ -26,19 +29,43 @@ matrix_min_time=0.1
 peer_min_time=0.25
 repetitions=3
 peers=1
+observers=0
+observer_sizes="1048576,16777216"
 for arg in "$@"; do
   case "$arg" in
     --quick)
       sizes="4096,65536,16777216"; matrix_sizes="65536"
       sweep_min_time=0.05; matrix_min_time=0.02; peer_min_time=0.05 ;;
     --no-peers) peers=0 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --observers) observers=1 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
 
 mkdir -p "$results" "$build"
 step() { printf '\n== %s\n' "$*" >&2; }
+
+if [ "$observers" = 1 ]; then
+  step "configure and build bench_observers in $build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DQUANTKIT_BUILD_BENCH=ON -DQUANTKIT_BUILD_TESTS=OFF -DQUANTKIT_BUILD_EXAMPLES=OFF \
+    -DQUANTKIT_BUILD_TOOLS=OFF >"$build/configure.log"
+  cmake --build "$build" --target bench_observers
+  step "bench_observers ($observer_sizes)"
+  "$build/bench/bench_observers" --qk_sizes="$observer_sizes" --benchmark_min_time=$sweep_min_time \
+    --benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true \
+    --benchmark_out_format=json --benchmark_out="$results/bench_observers.json" >&2
+  torch_json=()
+  if [ "$peers" = 1 ] && $python -c 'import torch' 2>/dev/null; then
+    step "PyTorch observers"
+    $python "$root/tools/bench/torch_observers.py" "$results/torch_observers.json" ${observer_sizes//,/ } \
+      --min_time=$peer_min_time --repetitions=$repetitions
+    torch_json=("$results/torch_observers.json")
+  fi
+  $python "$root/tools/bench/render_observers.py" "$results/observers.md" "$results/bench_observers.json" "${torch_json[@]}"
+  exit 0
+fi
 
 step "configure and build bench_kernels in $build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
