@@ -178,6 +178,8 @@ struct HistogramResult {
   std::size_t nan = 0;
 };
 
+struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
+
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
 struct Kernels {
   std::int64_t target = 0;
@@ -193,6 +195,7 @@ struct Kernels {
   AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
   std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+  const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
 };
 
 }  // namespace simd

@@ -16,6 +16,7 @@
 
 #include "quantkit/simd/abi.hpp"
 #include "quantkit/simd/common-inl.h"
+#include "quantkit/simd/gemm-inl.h"
 #include "quantkit/simd/quantize-inl.h"
 #include "quantkit/simd/reduce-inl.h"
 #include "quantkit/simd/requantize-inl.h"
@@ -40,6 +41,7 @@ const Kernels* GetKernelsT() {
     k.absmax = &AbsMax;
     k.minmax_params = &MinMaxParams;
     k.histogram = &Histogram;
+    k.gemm = GetGemmKernelsT<0>();
     return k;
   }();
   return &kernels;
