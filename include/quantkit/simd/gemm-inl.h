@@ -85,17 +85,20 @@ void GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows, std::vector<
 
 // kGemmMR rows x 32 columns; `a` holds kGemmMR rows of k4 bytes, `bp` one packed panel.
 template <bool kAUnsigned>
-QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t k4,
+QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t lda, std::size_t k4,
                                               const std::uint8_t* bp, bool /*b_signed*/,
-                                              std::int32_t* c, std::size_t ldc) {
+                                              std::int32_t* c, std::size_t ldc, bool accumulate) {
   __m512i acc0[kGemmMR], acc1[kGemmMR];
-  for (std::size_t r = 0; r < kGemmMR; ++r) acc0[r] = acc1[r] = _mm512_setzero_si512();
+  for (std::size_t r = 0; r < kGemmMR; ++r) {
+    acc0[r] = accumulate ? _mm512_loadu_si512(c + r * ldc) : _mm512_setzero_si512();
+    acc1[r] = accumulate ? _mm512_loadu_si512(c + r * ldc + 16) : _mm512_setzero_si512();
+  }
   for (std::size_t g = 0; g < k4; g += 4, bp += 128) {
     const __m512i b0 = _mm512_loadu_si512(bp);
     const __m512i b1 = _mm512_loadu_si512(bp + 64);
     for (std::size_t r = 0; r < kGemmMR; ++r) {
       std::int32_t word;
-      std::memcpy(&word, a + r * k4 + g, 4);
+      std::memcpy(&word, a + r * lda + g, 4);
       const __m512i av = _mm512_set1_epi32(word);
       if constexpr (kAUnsigned) {
         acc0[r] = _mm512_dpbusd_epi32(acc0[r], av, b0);
@@ -115,10 +118,12 @@ QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t
 #elif HWY_TARGET == HWY_SCALAR
 
 template <bool kAUnsigned>
-inline void GemmMicro(const std::int16_t* a, std::size_t k4, const std::uint8_t* bp, bool b_signed,
-                      std::int32_t* c, std::size_t ldc) {
+inline void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
+                      bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
   for (std::size_t r = 0; r < kGemmMR; ++r) {
     std::uint32_t acc[kGemmPanel] = {};
+    if (accumulate)
+      for (std::size_t col = 0; col < kGemmPanel; ++col) acc[col] = static_cast<std::uint32_t>(c[r * ldc + col]);
     const std::uint8_t* p = bp;
     for (std::size_t g = 0; g < k4; g += 4, p += kGemmPanel * 4)
       for (std::size_t col = 0; col < kGemmPanel; ++col)
@@ -126,7 +131,7 @@ inline void GemmMicro(const std::int16_t* a, std::size_t k4, const std::uint8_t*
           const std::uint8_t byte = p[col * 4 + kk];
           const std::int32_t bv = b_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(byte))
                                            : static_cast<std::int32_t>(byte);
-          acc[col] += static_cast<std::uint32_t>(std::int32_t{a[r * k4 + g + kk]} * bv);
+          acc[col] += static_cast<std::uint32_t>(std::int32_t{a[r * lda + g + kk]} * bv);
         }
     for (std::size_t col = 0; col < kGemmPanel; ++col) c[r * ldc + col] = static_cast<std::int32_t>(acc[col]);
   }
@@ -137,8 +142,9 @@ inline void GemmMicro(const std::int16_t* a, std::size_t k4, const std::uint8_t*
 // Widening path: per row, `lo` holds columns [0, L/2) and `hi` columns [L/2, L) as pairs of
 // partial sums (k0k1, k2k3) in adjacent int32 lanes; ConcatEven + ConcatOdd adds the pairs.
 template <bool kBSigned>
-HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t k4, const std::uint8_t* bp,
-                               std::int32_t* c, std::size_t ldc) {
+HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size_t k4,
+                               const std::uint8_t* bp, std::int32_t* c, std::size_t ldc,
+                               bool accumulate) {
   const hn::ScalableTag<std::int32_t> d32;
   const hn::Repartition<std::int16_t, decltype(d32)> d16;
   const hn::Repartition<std::int64_t, decltype(d32)> d64;
@@ -153,7 +159,7 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t k4, const std:
     const auto b_hi = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp + 2 * L)));
     for (std::size_t r = 0; r < kGemmMR; ++r) {
       std::int64_t word;
-      std::memcpy(&word, a + r * k4 + g, 8);
+      std::memcpy(&word, a + r * lda + g, 8);
       const auto av = hn::BitCast(d16, hn::Set(d64, word));
       lo[r] = hn::ReorderWidenMulAccumulate(d32, av, b_lo, lo[r], lo1[r]);
       hi[r] = hn::ReorderWidenMulAccumulate(d32, av, b_hi, hi[r], hi1[r]);
@@ -162,20 +168,26 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t k4, const std:
   for (std::size_t r = 0; r < kGemmMR; ++r) {
     const V l = hn::Add(lo[r], lo1[r]);
     const V h = hn::Add(hi[r], hi1[r]);
-    hn::StoreU(hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l)), d32, c + r * ldc);
+    V sum = hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l));
+    if (accumulate) sum = hn::Add(sum, hn::LoadU(d32, c + r * ldc));
+    hn::StoreU(sum, d32, c + r * ldc);
   }
 }
 
 template <bool kAUnsigned>
-HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t k4, const std::uint8_t* bp, bool b_signed,
-                          std::int32_t* c, std::size_t ldc) {
+HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
+                          bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
   if (b_signed)
-    GemmMicroTyped<true>(a, k4, bp, c, ldc);
+    GemmMicroTyped<true>(a, lda, k4, bp, c, ldc, accumulate);
   else
-    GemmMicroTyped<false>(a, k4, bp, c, ldc);
+    GemmMicroTyped<false>(a, lda, k4, bp, c, ldc, accumulate);
 }
 
 #endif
+
+// Depth of a K block (multiple of 4): the packed B sliver of one panel (kGemmKC x panel
+// bytes) stays in L1 while every row block of A passes over it.
+constexpr std::size_t kGemmKC = 256;
 
 template <bool kAUnsigned>
 void GemmLoop(const GemmArgs& a) {
@@ -185,19 +197,27 @@ void GemmLoop(const GemmArgs& a) {
   GemmPackA(a, k4, rows, ap);
   const std::size_t panels = (a.n + kGemmPanel - 1) / kGemmPanel;
   HWY_ALIGN std::int32_t tile[kGemmMR * kGemmPanel];
-  for (std::size_t j = 0; j < panels; ++j) {
-    const std::uint8_t* bp = a.packed_b + j * k4 * kGemmPanel;
-    const std::size_t col0 = j * kGemmPanel;
-    const std::size_t cols = std::min(kGemmPanel, a.n - col0);
-    for (std::size_t i = 0; i < a.m; i += kGemmMR) {
-      const std::size_t nrows = std::min(kGemmMR, a.m - i);
-      const GemmAElem* arows = ap.data() + i * k4;
-      if (nrows == kGemmMR && cols == kGemmPanel) {
-        GemmMicro<kAUnsigned>(arows, k4, bp, a.packed_signed, a.c + i * a.ldc + col0, a.ldc);
-      } else {
-        GemmMicro<kAUnsigned>(arows, k4, bp, a.packed_signed, tile, kGemmPanel);
-        for (std::size_t r = 0; r < nrows; ++r)
-          std::memcpy(a.c + (i + r) * a.ldc + col0, tile + r * kGemmPanel, cols * sizeof(std::int32_t));
+  for (std::size_t k0 = 0; k0 < k4; k0 += kGemmKC) {
+    const std::size_t kc = std::min(kGemmKC, k4 - k0);
+    const bool accumulate = k0 != 0;
+    for (std::size_t j = 0; j < panels; ++j) {
+      const std::uint8_t* bp = a.packed_b + j * k4 * kGemmPanel + k0 * kGemmPanel;
+      const std::size_t col0 = j * kGemmPanel;
+      const std::size_t cols = std::min(kGemmPanel, a.n - col0);
+      for (std::size_t i = 0; i < a.m; i += kGemmMR) {
+        const std::size_t nrows = std::min(kGemmMR, a.m - i);
+        const GemmAElem* arows = ap.data() + i * k4 + k0;
+        std::int32_t* c = a.c + i * a.ldc + col0;
+        if (nrows == kGemmMR && cols == kGemmPanel) {
+          GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, c, a.ldc, accumulate);
+        } else {
+          if (accumulate)
+            for (std::size_t r = 0; r < nrows; ++r)
+              std::memcpy(tile + r * kGemmPanel, c + r * a.ldc, cols * sizeof(std::int32_t));
+          GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, tile, kGemmPanel, accumulate);
+          for (std::size_t r = 0; r < nrows; ++r)
+            std::memcpy(c + r * a.ldc, tile + r * kGemmPanel, cols * sizeof(std::int32_t));
+        }
       }
     }
   }
@@ -220,17 +240,25 @@ template <int kUnused = 0>
 void GemmPackB(const GemmPackArgs& p) {
   const std::size_t k4 = (p.k + 3) / 4 * 4;
   const std::size_t panels = (p.n + kGemmPanel - 1) / kGemmPanel;
-  std::memset(p.packed, 0, panels * kGemmPanel * k4);
   const auto* b = static_cast<const std::uint8_t*>(p.b);  // bytes: signedness is the caller's
   const std::uint8_t x = p.flip ? 0x80 : 0;
-  for (std::size_t k = 0; k < p.k; ++k) {
-    const std::uint8_t* row = b + k * p.ldb;
-    std::uint8_t* dst = p.packed + (k / 4) * kGemmPanel * 4 + (k % 4);
+  std::vector<std::uint8_t> zero(kGemmPanel * panels, 0);
+  for (std::size_t g = 0; g < k4; g += 4) {
+    const std::uint8_t* row[4];
+    std::uint8_t fill[4];
+    for (std::size_t kk = 0; kk < 4; ++kk) {
+      const bool real = g + kk < p.k;
+      row[kk] = real ? b + (g + kk) * p.ldb : zero.data();
+      fill[kk] = real ? x : 0;  // K padding stays 0 (A is zero there)
+    }
     for (std::size_t j = 0; j < panels; ++j) {
       const std::size_t col0 = j * kGemmPanel;
       const std::size_t cols = std::min(kGemmPanel, p.n - col0);
-      std::uint8_t* pd = dst + j * k4 * kGemmPanel;
-      for (std::size_t col = 0; col < cols; ++col) pd[col * 4] = static_cast<std::uint8_t>(row[col0 + col] ^ x);
+      std::uint8_t* dst = p.packed + j * k4 * kGemmPanel + g * kGemmPanel;
+      for (std::size_t col = 0; col < cols; ++col)
+        for (std::size_t kk = 0; kk < 4; ++kk)
+          dst[col * 4 + kk] = static_cast<std::uint8_t>(row[kk][col0 + col] ^ fill[kk]);
+      std::memset(dst + cols * 4, 0, (kGemmPanel - cols) * 4);
     }
   }
 }
