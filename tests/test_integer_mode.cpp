@@ -1,0 +1,420 @@
+// IntegerMode (quantkit/executor/integer/mode.hpp): a QDQ graph run in integers vs the same
+// graph run in float by the existing executor (fake quant), for every requantization scheme;
+// QLinearConv/QLinearMatMul reproduced bit for bit with FloatMultiplier<RoundHalfEven>; the
+// report of which nodes stay float. The QDQ graphs are built here from float graphs with
+// random weights (weights int8 per output channel, activations uint8 or int8 from min/max
+// calibration).
+#define HWY_COMPILE_ALL_ATTAINABLE
+#define HWY_WANT_AVX3_DL
+#define QUANTKIT_SIMD_IMPLEMENTATION
+#include <quantkit/simd/implementation.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <quantkit/executor.hpp>
+#include <quantkit/executor/integer/mode.hpp>
+
+namespace qk = quantkit;
+using qk::graph::Attribute;
+using qk::graph::DType;
+using qk::graph::Graph;
+using qk::graph::Node;
+using qk::graph::Tensor;
+
+namespace {
+
+Attribute I(std::int64_t v) { return Attribute::make_int(v); }
+Attribute Is(std::vector<std::int64_t> v) { return Attribute::make_ints(std::move(v)); }
+
+Node node(const std::string& op, std::vector<std::string> in, std::vector<std::string> out,
+          std::map<std::string, Attribute> attrs = {}) {
+  Node n;
+  n.op_type = op;
+  n.name = out.at(0) + "_node";
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
+Tensor random_tensor(const qk::Dims& shape, std::mt19937& rng, float sd) {
+  std::normal_distribution<float> d(0.0f, sd);
+  Tensor t(DType::float32, shape);
+  for (std::int64_t i = 0; i < t.size(); ++i) t.data<float>()[i] = d(rng);
+  return t;
+}
+
+// A small CNN in float: Conv+Relu, MaxPool, depthwise Conv+Clip(0,6), 1x1 Conv, Add,
+// AveragePool, Concat, GlobalAveragePool, Flatten, Gemm (transB) and Reshape + MatMul.
+Graph float_cnn(std::mt19937& rng) {
+  Graph g;
+  g.name = "cnn";
+  g.opset = 13;
+  qk::graph::ValueInfo x;
+  x.name = "x";
+  x.dtype = DType::float32;
+  x.has_shape = true;
+  x.dims = {2, 3, 12, 12};
+  g.inputs.push_back(x);
+  auto init = [&](const std::string& n, Tensor t) {
+    t.set_name(n);
+    g.initializers[n] = std::move(t);
+  };
+  init("w1", random_tensor({8, 3, 3, 3}, rng, 0.3f));
+  init("b1", random_tensor({8}, rng, 0.1f));
+  init("w2", random_tensor({8, 1, 3, 3}, rng, 0.4f));
+  init("b2", random_tensor({8}, rng, 0.1f));
+  init("w3", random_tensor({8, 8, 1, 1}, rng, 0.3f));
+  init("wg", random_tensor({10, 16}, rng, 0.3f));
+  init("bg", random_tensor({10}, rng, 0.1f));
+  init("wm", random_tensor({576, 6}, rng, 0.05f));
+  init("clip_lo", Tensor::scalar(0.0f));
+  init("clip_hi", Tensor::scalar(6.0f));
+  init("shape", Tensor::from_vector<std::int64_t>({2}, {2, 576}));
+  g.nodes.push_back(node("Conv", {"x", "w1", "b1"}, {"c1"}, {{"pads", Is({1, 1, 1, 1})}}));
+  g.nodes.push_back(node("Relu", {"c1"}, {"r1"}));
+  g.nodes.push_back(node("MaxPool", {"r1"}, {"p1"}, {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}}));
+  g.nodes.push_back(node("Conv", {"p1", "w2", "b2"}, {"c2"}, {{"pads", Is({1, 1, 1, 1})}, {"group", I(8)}}));
+  g.nodes.push_back(node("Clip", {"c2", "clip_lo", "clip_hi"}, {"r2"}));
+  g.nodes.push_back(node("Conv", {"r2", "w3"}, {"c3"}));
+  g.nodes.push_back(node("Add", {"c3", "p1"}, {"a1"}));
+  g.nodes.push_back(node("AveragePool", {"a1"}, {"ap"},
+                         {{"kernel_shape", Is({3, 3})}, {"pads", Is({1, 1, 1, 1})}, {"count_include_pad", I(0)}}));
+  g.nodes.push_back(node("Concat", {"a1", "ap"}, {"cat"}, {{"axis", I(1)}}));
+  g.nodes.push_back(node("GlobalAveragePool", {"cat"}, {"gap"}));
+  g.nodes.push_back(node("Flatten", {"gap"}, {"flat"}));
+  g.nodes.push_back(node("Gemm", {"flat", "wg", "bg"}, {"logits"}, {{"transB", I(1)}}));
+  g.nodes.push_back(node("Reshape", {"cat", "shape"}, {"rs"}));
+  g.nodes.push_back(node("MatMul", {"rs", "wm"}, {"mm"}));
+  for (const char* o : {"logits", "mm"}) {
+    qk::graph::ValueInfo v;
+    v.name = o;
+    v.dtype = DType::float32;
+    g.outputs.push_back(v);
+  }
+  return g;
+}
+
+struct QParams {
+  float scale;
+  std::int32_t zp;
+};
+
+QParams activation_params(float lo, float hi, DType t) {
+  lo = std::min(lo, 0.0f);
+  hi = std::max(hi, 0.0f);
+  const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
+  const float qmin = t == DType::uint8 ? 0.0f : -128.0f;
+  const float z = std::nearbyint(qmin - lo / s);
+  return {s, static_cast<std::int32_t>(std::min(std::max(z, qmin), qmin + 255.0f))};
+}
+
+Tensor zp_tensor(DType t, std::int32_t z, const std::string& name) {
+  return t == DType::uint8 ? Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(z), name)
+                           : Tensor::scalar<std::int8_t>(static_cast<std::int8_t>(z), name);
+}
+
+// QDQ graph from a float graph and a calibration input: every float activation v (node
+// output) becomes Q(v_f) -> v_q -> DQ -> v; the input x gets Q -> DQ; Conv/Gemm/MatMul weights
+// become DQ of int8 per-output-channel symmetric ([-127, 127]) initializers.
+Graph make_qdq(const Graph& f, const qk::graph::Tensor& calib, DType act) {
+  qk::Executor<> run(f);
+  qk::RunOptions opt;
+  opt.keep_intermediates = true;
+  const auto values = run.run({{"x", calib}}, opt);
+  Graph g = f;
+  g.nodes.clear();
+  auto add_qdq = [&](const std::string& src, const std::string& q, const std::string& dst) {
+    const Tensor& t = src == "x" ? calib : values.at(dst);
+    float lo = 0.0f, hi = 0.0f;
+    for (std::int64_t i = 0; i < t.size(); ++i) {
+      lo = std::min(lo, t.data<float>()[i]);
+      hi = std::max(hi, t.data<float>()[i]);
+    }
+    const QParams p = activation_params(lo, hi, act);
+    g.initializers[q + "_s"] = Tensor::scalar(p.scale, q + "_s");
+    g.initializers[q + "_z"] = zp_tensor(act, p.zp, q + "_z");
+    g.nodes.push_back(node("QuantizeLinear", {src, q + "_s", q + "_z"}, {q}));
+    g.nodes.push_back(node("DequantizeLinear", {q, q + "_s", q + "_z"}, {dst}));
+  };
+  add_qdq("x", "x_q", "x_dq");
+  std::map<std::string, int> weight_axis;
+  for (const auto& n : f.nodes) {
+    if (n.op_type == "Conv") weight_axis[n.inputs[1]] = 0;
+    if (n.op_type == "Gemm") weight_axis[n.inputs[1]] = n.attr_int("transB", 0) ? 0 : 1;
+    if (n.op_type == "MatMul" && f.is_initializer(n.inputs[1])) weight_axis[n.inputs[1]] = 1;
+  }
+  for (const auto& [w, axis] : weight_axis) {
+    const Tensor wf = g.initializers.at(w);
+    g.initializers.erase(w);
+    const std::int64_t C = wf.dim(axis);
+    const std::int64_t inner = qk::ops::product(wf.shape(), axis + 1, wf.rank());
+    std::vector<float> s(static_cast<std::size_t>(C), 0.0f);
+    for (std::int64_t i = 0; i < wf.size(); ++i) {
+      const auto c = static_cast<std::size_t>((i / inner) % C);
+      s[c] = std::max(s[c], std::fabs(wf.data<float>()[i]));
+    }
+    for (auto& v : s) v = v > 0.0f ? v / 127.0f : 1.0f;
+    Tensor q(DType::int8, wf.shape(), w + "_q");
+    for (std::int64_t i = 0; i < wf.size(); ++i) {
+      const auto c = static_cast<std::size_t>((i / inner) % C);
+      q.data<std::int8_t>()[i] = static_cast<std::int8_t>(std::nearbyint(wf.data<float>()[i] / s[c]));
+    }
+    g.initializers[w + "_q"] = q;
+    g.initializers[w + "_s"] = Tensor::from_vector<float>({C}, s, w + "_s");
+    Tensor z(DType::int8, qk::Dims{C}, w + "_z");
+    g.initializers[w + "_z"] = z;
+    g.nodes.push_back(node("DequantizeLinear", {w + "_q", w + "_s", w + "_z"}, {w}, {{"axis", I(axis)}}));
+  }
+  for (const auto& n0 : f.nodes) {
+    Node n = n0;
+    for (auto& in : n.inputs)
+      if (in == "x") in = "x_dq";
+    const std::string out = n.outputs[0];
+    if (values.count(out) && values.at(out).dtype() == DType::float32) {
+      n.outputs[0] = out + "_f";
+      g.nodes.push_back(n);
+      add_qdq(out + "_f", out + "_q", out);
+    } else {
+      g.nodes.push_back(n);
+    }
+  }
+  return g;
+}
+
+// Largest |a - b| / step over the outputs.
+double max_steps(const Tensor& a, const Tensor& b, float step) {
+  REQUIRE(a.shape() == b.shape());
+  double m = 0.0;
+  for (std::int64_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(static_cast<double>(a.data<float>()[i]) - b.data<float>()[i]) / step);
+  return m;
+}
+
+template <class Scheme>
+double compare_modes(const Graph& qdq, const Tensor& x, bool print, const char* scheme_name, bool all_integer = true) {
+  qk::Executor<> fake(qdq);
+  qk::Executor<qk::IntegerModeT<Scheme>> intr(qdq);
+  // Everything this mode covers is integer (the shift schemes cannot express multipliers > 1
+  // or 1.5: those nodes stay float, and say so).
+  for (const auto& r : intr.mode().report()) {
+    const std::string what = r.node + " (" + r.op_type + "): " + r.detail;
+    CAPTURE(what);
+    CHECK((r.integer || (!all_integer && r.detail.find("cannot express") != std::string::npos)));
+  }
+  if (all_integer) {
+    CHECK(intr.mode().float_nodes().empty());
+    CHECK(intr.mode().integer_count() == 14);
+    for (const auto& n : intr.graph().nodes) {
+      CHECK(n.op_type != "Conv");
+      CHECK(n.op_type != "Gemm");
+      CHECK(n.op_type != "MatMul");
+    }
+  }
+  qk::RunOptions opt;
+  opt.keep_intermediates = true;
+  const auto a = fake.run({{"x", x}}, opt);
+  const auto b = intr.run({{"x", x}}, opt);
+  double worst = 0.0;
+  std::string per_layer;
+  // Every quantized activation (the *_q values both graphs hold), in steps of its scale.
+  for (const auto& kv : b) {
+    if (kv.first.size() < 2 || kv.first.compare(kv.first.size() - 2, 2, "_q") != 0 || !a.count(kv.first)) continue;
+    const Tensor& ta = a.at(kv.first);
+    const Tensor& tb = kv.second;
+    REQUIRE(ta.dtype() == tb.dtype());
+    long d = 0;
+    for (std::int64_t i = 0; i < ta.size(); ++i)
+      d = std::max(d, std::labs(static_cast<long>(ta.as_int64(i)) - static_cast<long>(tb.as_int64(i))));
+    per_layer += " " + kv.first + ":" + std::to_string(d);
+  }
+  // The outputs (dequantized from logits_q, mm_q), in steps: the integer difference.
+  for (const char* o : {"logits", "mm"}) {
+    const float step = qdq.initializers.at(std::string(o) + "_q_s").data<float>()[0];
+    worst = std::max(worst, std::nearbyint(max_steps(a.at(o), b.at(o), step)));
+  }
+  if (print)
+    std::printf("[integer] %-26s %2zu integer, %zu float; outputs max diff %.3g steps; per layer (steps):%s\n",
+                scheme_name, intr.mode().integer_count(), intr.mode().float_nodes().size(), worst, per_layer.c_str());
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("integer mode: a QDQ CNN runs in integers within one step of fake quant (uint8 and int8 activations)") {
+  std::mt19937 rng(42);
+  const Graph f = float_cnn(rng);
+  const Tensor calib = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  const Tensor x = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  for (DType act : {DType::uint8, DType::int8}) {
+    const Graph qdq = make_qdq(f, calib, act);
+    const char* at = act == DType::uint8 ? "u8" : "s8";
+    CAPTURE(at);
+    std::printf("[integer] activations %s\n", at);
+    CHECK(compare_modes<qk::FloatMultiplier<qk::RoundHalfEven>>(qdq, x, true, "FloatMultiplier<HalfEven>") <= 1.0);
+    CHECK(compare_modes<qk::FixedPointDoubleRounding>(qdq, x, true, "FixedPointDoubleRounding") <= 1.0);
+    CHECK(compare_modes<qk::FixedPointSingleRounding>(qdq, x, true, "FixedPointSingleRounding") <= 1.0);
+    // The shift schemes approximate each multiplier by powers of two: reported, not bounded.
+    compare_modes<qk::PowerOfTwo<qk::RoundHalfAway>>(qdq, x, true, "PowerOfTwo<HalfAway>", false);
+    compare_modes<qk::SingleShift>(qdq, x, true, "SingleShift", false);
+    compare_modes<qk::DoubleShift>(qdq, x, true, "DoubleShift", false);
+  }
+}
+
+namespace {
+Tensor random_ints(DType t, const qk::Dims& shape, std::mt19937& rng, int lo, int hi) {
+  std::uniform_int_distribution<int> d(lo, hi);
+  Tensor r(t, shape);
+  for (std::int64_t i = 0; i < r.size(); ++i) {
+    if (t == DType::uint8) r.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(d(rng));
+    else if (t == DType::int8) r.data<std::int8_t>()[i] = static_cast<std::int8_t>(d(rng));
+    else r.data<std::int32_t>()[i] = d(rng);
+  }
+  return r;
+}
+void add_init(Graph& g, const std::string& n, Tensor t) {
+  t.set_name(n);
+  g.initializers[n] = std::move(t);
+}
+qk::graph::ValueInfo info(const std::string& n, DType t) {
+  qk::graph::ValueInfo v;
+  v.name = n;
+  v.dtype = t;
+  return v;
+}
+}  // namespace
+
+TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv and QLinearMatMul bit for bit") {
+  std::mt19937 rng(5);
+  using FloatScheme = qk::IntegerModeT<qk::FloatMultiplier<qk::RoundHalfEven>>;
+  for (int trial = 0; trial < 6; ++trial) {
+    const DType xt = trial % 2 ? DType::int8 : DType::uint8;
+    const std::int64_t M = 6, C = 4, group = trial >= 4 ? 2 : 1;
+    const float xs = 0.02f + 0.01f * static_cast<float>(trial), ys = 0.05f + 0.013f * static_cast<float>(trial);
+    const Tensor x = random_ints(xt, {2, C, 7, 9}, rng, xt == DType::uint8 ? 0 : -128, xt == DType::uint8 ? 255 : 127);
+    const Tensor w = random_ints(DType::int8, {M, C / group, 3, 3}, rng, -127, 127);
+    std::vector<float> wsv;
+    for (std::int64_t m = 0; m < M; ++m) wsv.push_back(0.003f * static_cast<float>(m + 1));
+    const Tensor bias = random_ints(DType::int32, {M}, rng, -5000, 5000);
+    const std::int32_t xz = xt == DType::uint8 ? 128 : -3, yz = xt == DType::uint8 ? 120 : 5;
+    auto zp = [&](std::int32_t v, const std::string& n) {
+      return xt == DType::uint8 ? Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(v), n)
+                                : Tensor::scalar<std::int8_t>(static_cast<std::int8_t>(v), n);
+    };
+    std::map<std::string, Attribute> conv_attrs = {{"pads", Is({1, 0, 1, 2})}, {"strides", Is({1, 2})}, {"group", I(group)}};
+    // The ONNX QOperator form.
+    Graph q;
+    q.inputs = {info("x", xt)};
+    q.outputs = {info("y", xt)};
+    add_init(q, "xs", Tensor::scalar(xs));
+    add_init(q, "xz", zp(xz, "xz"));
+    add_init(q, "w", w);
+    add_init(q, "ws", Tensor::from_vector<float>({M}, wsv));
+    add_init(q, "wz", Tensor(DType::int8, qk::Dims{M}));
+    add_init(q, "ys", Tensor::scalar(ys));
+    add_init(q, "yz", zp(yz, "yz"));
+    add_init(q, "b", bias);
+    q.nodes.push_back(node("QLinearConv", {"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"}, {"y"}, conv_attrs));
+    // The same as QDQ: DQ(x), DQ(w, axis 0), DQ(b, xs * ws), Conv, Q.
+    Graph d = q;
+    d.nodes.clear();
+    std::vector<float> bsv;
+    for (float s : wsv) bsv.push_back(xs * s);
+    add_init(d, "bs", Tensor::from_vector<float>({M}, bsv));
+    add_init(d, "bz", Tensor(DType::int32, qk::Dims{M}));
+    d.nodes.push_back(node("DequantizeLinear", {"x", "xs", "xz"}, {"xf"}));
+    d.nodes.push_back(node("DequantizeLinear", {"w", "ws", "wz"}, {"wf"}, {{"axis", I(0)}}));
+    d.nodes.push_back(node("DequantizeLinear", {"b", "bs", "bz"}, {"bf"}, {{"axis", I(0)}}));
+    d.nodes.push_back(node("Conv", {"xf", "wf", "bf"}, {"yf"}, conv_attrs));
+    d.nodes.push_back(node("QuantizeLinear", {"yf", "ys", "yz"}, {"y"}));
+    qk::Executor<> ref(q);
+    qk::Executor<FloatScheme> intr(d);
+    REQUIRE(intr.mode().integer_count() == 1);
+    REQUIRE(intr.graph().nodes.size() == 1);
+    CHECK(intr.graph().nodes[0].op_type == "IntConv");
+    const Tensor want = ref.run({{"x", x}}).at("y");
+    const Tensor got = intr.run({{"x", x}}).at("y");
+    CHECK(want == got);
+  }
+  // QLinearMatMul: a [3, 5, 40] uint8 x b [40, 24] int8 per column.
+  for (int trial = 0; trial < 4; ++trial) {
+    const std::int64_t K = 40, N = 24;
+    const Tensor a = random_ints(DType::uint8, {3, 5, K}, rng, 0, 255);
+    const Tensor b = random_ints(DType::int8, {K, N}, rng, -127, 127);
+    std::vector<float> bsv;
+    for (std::int64_t n = 0; n < N; ++n) bsv.push_back(0.001f * static_cast<float>(n + 3 + trial));
+    Graph q;
+    q.inputs = {info("a", DType::uint8)};
+    q.outputs = {info("y", DType::uint8)};
+    add_init(q, "as", Tensor::scalar(0.017f + 0.002f * static_cast<float>(trial)));
+    add_init(q, "az", Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(100 + trial)));
+    add_init(q, "b", b);
+    add_init(q, "bs", Tensor::from_vector<float>({N}, bsv));
+    add_init(q, "bz", Tensor(DType::int8, qk::Dims{N}));
+    add_init(q, "ys", Tensor::scalar(0.11f));
+    add_init(q, "yz", Tensor::scalar<std::uint8_t>(128));
+    q.nodes.push_back(node("QLinearMatMul", {"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, {"y"}));
+    Graph d = q;
+    d.nodes.clear();
+    d.nodes.push_back(node("DequantizeLinear", {"a", "as", "az"}, {"af"}));
+    d.nodes.push_back(node("DequantizeLinear", {"b", "bs", "bz"}, {"bf"}, {{"axis", I(1)}}));
+    d.nodes.push_back(node("MatMul", {"af", "bf"}, {"yf"}));
+    d.nodes.push_back(node("QuantizeLinear", {"yf", "ys", "yz"}, {"y"}));
+    qk::Executor<> ref(q);
+    qk::Executor<FloatScheme> intr(d);
+    REQUIRE(intr.mode().integer_count() == 1);
+    CHECK(intr.graph().nodes[0].op_type == "IntMatMul");
+    CHECK(ref.run({{"a", a}}).at("y") == intr.run({{"a", a}}).at("y"));
+  }
+}
+
+TEST_CASE("integer mode: nodes it cannot make integer stay float, and the report says why") {
+  std::mt19937 rng(9);
+  Graph g;
+  g.opset = 13;
+  g.inputs = {info("x", DType::uint8)};
+  g.outputs = {info("y", DType::uint8), info("c2", DType::float32)};
+  add_init(g, "xs", Tensor::scalar(0.05f));
+  add_init(g, "xz", Tensor::scalar<std::uint8_t>(7));
+  add_init(g, "w", random_ints(DType::int8, {4, 3, 1, 1}, rng, -100, 100));
+  add_init(g, "ws", Tensor::scalar(0.01f));
+  add_init(g, "wz", Tensor::scalar<std::int8_t>(0));
+  add_init(g, "ys", Tensor::scalar(0.1f));
+  add_init(g, "yz", Tensor::scalar<std::uint8_t>(3));
+  g.nodes.push_back(node("DequantizeLinear", {"x", "xs", "xz"}, {"xf"}));
+  g.nodes.push_back(node("DequantizeLinear", {"w", "ws", "wz"}, {"wf"}));
+  g.nodes.push_back(node("Conv", {"xf", "wf"}, {"c1"}));
+  g.nodes.push_back(node("QuantizeLinear", {"c1", "ys", "yz"}, {"c1q"}));
+  g.nodes.push_back(node("DequantizeLinear", {"c1q", "ys", "yz"}, {"c1f"}));
+  g.nodes.push_back(node("Sigmoid", {"c1f"}, {"s"}));  // not covered: stays float
+  g.nodes.push_back(node("QuantizeLinear", {"s", "ys", "yz"}, {"y"}));
+  g.nodes.push_back(node("Conv", {"xf", "wf"}, {"c2"}));  // a graph output read in float
+  qk::Executor<> fake(g);
+  qk::Executor<qk::IntegerMode> intr(g);
+  const auto& rep = intr.mode().report();
+  REQUIRE(rep.size() == 3);
+  CHECK(rep[0].integer);
+  CHECK(rep[0].op_type == "Conv");
+  CHECK(!rep[1].integer);
+  CHECK(rep[1].op_type == "Sigmoid");
+  CHECK(rep[1].detail.find("not covered") != std::string::npos);
+  CHECK(!rep[2].integer);
+  CHECK(rep[2].detail.find("graph output") != std::string::npos);
+  CHECK(intr.mode().float_nodes() == std::vector<std::string>{"s_node", "c2_node"});
+  const Tensor x = random_ints(DType::uint8, {1, 3, 5, 5}, rng, 0, 255);
+  const auto a = fake.run({{"x", x}});
+  const auto b = intr.run({{"x", x}});
+  CHECK(a.at("c2") == b.at("c2"));  // the float node computes exactly as before
+  long worst = 0;
+  for (std::int64_t i = 0; i < a.at("y").size(); ++i)
+    worst = std::max(worst, std::labs(static_cast<long>(a.at("y").as_int64(i)) - b.at("y").as_int64(i)));
+  CHECK(worst <= 1);
+}
