@@ -141,14 +141,22 @@ qk::ptq::PtqConfig w4a8() {
   return c;
 }
 
-std::string temp_dir() {
-  static const std::string dir = [] {
+// A fresh folder for the written models and ONNX Runtime's outputs, removed at exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
     char tmpl[] = "/tmp/quantkit_ptq_XXXXXX";
     const char* d = mkdtemp(tmpl);
-    REQUIRE(d != nullptr);
-    return std::string(d);
-  }();
-  return dir;
+    if (d) path = d;
+  }
+  ~TempDir() {
+    if (!path.empty() && !std::getenv("QUANTKIT_KEEP_TEMP")) std::system(("rm -rf '" + path + "'").c_str());
+  }
+};
+std::string temp_dir() {
+  static const TempDir dir;
+  REQUIRE(!dir.path.empty());
+  return dir.path;
 }
 bool file_exists(const std::string& p) {
   struct stat st {};
