@@ -1707,6 +1707,8 @@ struct HistogramResult {
   std::size_t nan = 0;
 };
 
+struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
+
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
 struct Kernels {
   std::int64_t target = 0;
@@ -1722,6 +1724,7 @@ struct Kernels {
   AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
   std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+  const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
 };
 
 }  // namespace simd
@@ -2410,6 +2413,351 @@ HWY_AFTER_NAMESPACE();
 
 #endif  // QUANTKIT_SIMD_COMMON_INL_H_ toggle
 // ---- end quantkit/simd/common-inl.h ----
+// ---- begin quantkit/simd/gemm-inl.h ----
+// int8 GEMM kernels (Google Highway, one copy per target): C(int32) = A(int8/uint8, M x K) *
+// B(int8/uint8, K x N, packed by PackB into panels of 4-deep k groups; see gemm_abi.hpp).
+//
+//   AVX3_DL  AVX-512 VNNI vpdpbusd (u8 x s8, four products summed into each int32 lane, no
+//            saturation): 8 rows x 32 columns per micro-tile. One operand must be unsigned and
+//            the other signed, so the front end flips B (x ^ 0x80) when A and B have the same
+//            signedness and corrects with +-128 * rowsum(A).
+//   others   widening multiply-add: bytes promoted to int16, ReorderWidenMulAccumulate
+//            (pmaddwd: pairs of int16 products summed into int32, exact), each column's two
+//            partial sums added at the end; 4 (AVX3: 8) rows x one vector of columns.
+//   SCALAR   plain loops over the same packed layout.
+// Every product and partial sum is exact; only the final int32 accumulation wraps (as the
+// reference's modulo-2^32 sum), so all targets equal quantkit::ref::gemm_s32 bit for bit.
+//
+// Highway per-target header (HWY_TARGET_TOGGLE guard); use quantkit/simd/gemm.hpp.
+
+#if defined(QUANTKIT_SIMD_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_GEMM_INL_H_
+#undef QUANTKIT_SIMD_GEMM_INL_H_
+#else
+#define QUANTKIT_SIMD_GEMM_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include <hwy/highway.h>
+
+// ---- begin quantkit/simd/gemm_abi.hpp ----
+// The target-independent interface of the int8 GEMM kernels (quantkit/simd/gemm-inl.h):
+// plain structs and one table of function pointers per Highway target, reached from that
+// target's quantkit::simd::Kernels (Kernels::gemm). Nothing here depends on Highway.
+//
+// The kernels compute C = A * B over int8/uint8 values with int32 accumulators:
+//   - B (K x N) is first packed by the target's pack_b into panels of `panel` columns:
+//       packed[((j * G) + g) * panel * 4 + col * 4 + kk] = B[4 g + kk][j * panel + col]
+//     (G = ceil(K / 4) groups of 4 consecutive k; zeros beyond K and N), optionally with
+//     every byte XOR 0x80 (`flip`: int8 <-> uint8 offset by 128, for dot-product
+//     instructions that need one unsigned and one signed operand);
+//   - gemm then computes C[m][n] = sum_k A[m][k] * Bpacked[k][n] exactly (modulo 2^32).
+// Zero points and the flip correction are applied by the front end (quantkit/simd/gemm.hpp).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace quantkit {
+namespace simd {
+
+struct GemmPackArgs {
+  std::size_t k = 0, n = 0;
+  const void* b = nullptr;  // K x N, row-major, leading dimension ldb
+  std::size_t ldb = 0;
+  bool b_signed = true;     // int8 (true) or uint8
+  bool flip = false;        // store b ^ 0x80
+  std::uint8_t* packed = nullptr;  // packed_size(k, n) bytes
+};
+
+struct GemmArgs {
+  std::size_t m = 0, n = 0, k = 0;
+  const void* a = nullptr;  // M x K, row-major, leading dimension lda
+  std::size_t lda = 0;
+  bool a_signed = false;
+  const std::uint8_t* packed_b = nullptr;  // from pack_b of the same target
+  bool packed_signed = true;               // element type of the packed values (after flip)
+  std::int32_t* c = nullptr;               // M x N, leading dimension ldc
+  std::size_t ldc = 0;
+};
+
+struct GemmKernels {
+  std::int64_t target = 0;
+  const char* name = "";
+  std::size_t panel = 1;           // columns per packed panel
+  bool dot_product = false;        // an int8 dot-product instruction (AVX-512 VNNI) is used
+  bool needs_mixed_signs = false;  // A and packed B must differ in signedness (flip B otherwise)
+  void (*pack_b)(const GemmPackArgs&) = nullptr;
+  void (*gemm)(const GemmArgs&) = nullptr;
+
+  std::size_t packed_size(std::size_t k, std::size_t n) const {
+    return ((n + panel - 1) / panel) * panel * ((k + 3) / 4) * 4;
+  }
+};
+
+}  // namespace simd
+}  // namespace quantkit
+// ---- end quantkit/simd/gemm_abi.hpp ----
+
+// Highway 1.0.3's AVX3_DL target string names avxvnni (VEX) but not avx512vnni; the VNNI
+// micro-kernel adds it (the CPU check of AVX3_DL already requires AVX512_VNNI).
+#ifndef QUANTKIT_SIMD_VNNI_ATTR
+#define QUANTKIT_SIMD_VNNI_ATTR __attribute__((target(HWY_TARGET_STR ",avx512vnni")))
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_AVX3_DL
+constexpr std::size_t kGemmMR = 8;
+constexpr std::size_t kGemmPanel = 32;
+constexpr bool kGemmDot = true;
+#elif HWY_TARGET == HWY_SCALAR
+constexpr std::size_t kGemmMR = 1;
+constexpr std::size_t kGemmPanel = 4;
+constexpr bool kGemmDot = false;
+#else
+constexpr std::size_t kGemmMR = HWY_TARGET == HWY_AVX3 ? 8 : 4;
+constexpr std::size_t kGemmPanel = HWY_LANES(std::int32_t);
+constexpr bool kGemmDot = false;
+#endif
+
+// A packed into rows of k4 (K rounded up to 4) zero-padded elements, rows rounded up to
+// kGemmMR (zero rows): bytes for the dot-product path, int16 for the widening path.
+#if HWY_TARGET == HWY_AVX3_DL
+using GemmAElem = std::uint8_t;
+#else
+using GemmAElem = std::int16_t;
+#endif
+
+template <int kUnused = 0>
+void GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows, std::vector<GemmAElem>& out) {
+  out.assign(rows * k4, GemmAElem{0});
+  for (std::size_t m = 0; m < a.m; ++m) {
+    GemmAElem* dst = out.data() + m * k4;
+    if (a.a_signed) {
+      const auto* src = static_cast<const std::int8_t*>(a.a) + m * a.lda;
+      for (std::size_t k = 0; k < a.k; ++k) dst[k] = static_cast<GemmAElem>(src[k]);
+    } else {
+      const auto* src = static_cast<const std::uint8_t*>(a.a) + m * a.lda;
+      for (std::size_t k = 0; k < a.k; ++k) dst[k] = static_cast<GemmAElem>(src[k]);
+    }
+  }
+}
+
+#if HWY_TARGET == HWY_AVX3_DL
+
+// kGemmMR rows x 32 columns; `a` holds kGemmMR rows of k4 bytes, `bp` one packed panel.
+template <bool kAUnsigned>
+QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t lda, std::size_t k4,
+                                              const std::uint8_t* bp, bool /*b_signed*/,
+                                              std::int32_t* c, std::size_t ldc, bool accumulate) {
+  __m512i acc0[kGemmMR], acc1[kGemmMR];
+  for (std::size_t r = 0; r < kGemmMR; ++r) {
+    acc0[r] = accumulate ? _mm512_loadu_si512(c + r * ldc) : _mm512_setzero_si512();
+    acc1[r] = accumulate ? _mm512_loadu_si512(c + r * ldc + 16) : _mm512_setzero_si512();
+  }
+  for (std::size_t g = 0; g < k4; g += 4, bp += 128) {
+    const __m512i b0 = _mm512_loadu_si512(bp);
+    const __m512i b1 = _mm512_loadu_si512(bp + 64);
+    for (std::size_t r = 0; r < kGemmMR; ++r) {
+      std::int32_t word;
+      std::memcpy(&word, a + r * lda + g, 4);
+      const __m512i av = _mm512_set1_epi32(word);
+      if constexpr (kAUnsigned) {
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], av, b0);
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], av, b1);
+      } else {
+        acc0[r] = _mm512_dpbusd_epi32(acc0[r], b0, av);
+        acc1[r] = _mm512_dpbusd_epi32(acc1[r], b1, av);
+      }
+    }
+  }
+  for (std::size_t r = 0; r < kGemmMR; ++r) {
+    _mm512_storeu_si512(c + r * ldc, acc0[r]);
+    _mm512_storeu_si512(c + r * ldc + 16, acc1[r]);
+  }
+}
+
+#elif HWY_TARGET == HWY_SCALAR
+
+template <bool kAUnsigned>
+inline void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
+                      bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
+  for (std::size_t r = 0; r < kGemmMR; ++r) {
+    std::uint32_t acc[kGemmPanel] = {};
+    if (accumulate)
+      for (std::size_t col = 0; col < kGemmPanel; ++col) acc[col] = static_cast<std::uint32_t>(c[r * ldc + col]);
+    const std::uint8_t* p = bp;
+    for (std::size_t g = 0; g < k4; g += 4, p += kGemmPanel * 4)
+      for (std::size_t col = 0; col < kGemmPanel; ++col)
+        for (std::size_t kk = 0; kk < 4; ++kk) {
+          const std::uint8_t byte = p[col * 4 + kk];
+          const std::int32_t bv = b_signed ? static_cast<std::int32_t>(static_cast<std::int8_t>(byte))
+                                           : static_cast<std::int32_t>(byte);
+          acc[col] += static_cast<std::uint32_t>(std::int32_t{a[r * lda + g + kk]} * bv);
+        }
+    for (std::size_t col = 0; col < kGemmPanel; ++col) c[r * ldc + col] = static_cast<std::int32_t>(acc[col]);
+  }
+}
+
+#else
+
+// Widening path: per row, `lo` holds columns [0, L/2) and `hi` columns [L/2, L) as pairs of
+// partial sums (k0k1, k2k3) in adjacent int32 lanes; ConcatEven + ConcatOdd adds the pairs.
+template <bool kBSigned>
+HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size_t k4,
+                               const std::uint8_t* bp, std::int32_t* c, std::size_t ldc,
+                               bool accumulate) {
+  const hn::ScalableTag<std::int32_t> d32;
+  const hn::Repartition<std::int16_t, decltype(d32)> d16;
+  const hn::Repartition<std::int64_t, decltype(d32)> d64;
+  using B8 = typename std::conditional<kBSigned, std::int8_t, std::uint8_t>::type;
+  const hn::Rebind<B8, decltype(d16)> d8{};  // 2L bytes, promoted to 2L int16
+  using V = hn::Vec<decltype(d32)>;
+  constexpr std::size_t L = kGemmPanel;
+  V lo[kGemmMR], hi[kGemmMR], lo1[kGemmMR], hi1[kGemmMR];
+  for (std::size_t r = 0; r < kGemmMR; ++r) lo[r] = hi[r] = lo1[r] = hi1[r] = hn::Zero(d32);
+  for (std::size_t g = 0; g < k4; g += 4, bp += 4 * L) {
+    const auto b_lo = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp)));
+    const auto b_hi = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp + 2 * L)));
+    for (std::size_t r = 0; r < kGemmMR; ++r) {
+      std::int64_t word;
+      std::memcpy(&word, a + r * lda + g, 8);
+      const auto av = hn::BitCast(d16, hn::Set(d64, word));
+      lo[r] = hn::ReorderWidenMulAccumulate(d32, av, b_lo, lo[r], lo1[r]);
+      hi[r] = hn::ReorderWidenMulAccumulate(d32, av, b_hi, hi[r], hi1[r]);
+    }
+  }
+  for (std::size_t r = 0; r < kGemmMR; ++r) {
+    const V l = hn::Add(lo[r], lo1[r]);
+    const V h = hn::Add(hi[r], hi1[r]);
+    V sum = hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l));
+    if (accumulate) sum = hn::Add(sum, hn::LoadU(d32, c + r * ldc));
+    hn::StoreU(sum, d32, c + r * ldc);
+  }
+}
+
+template <bool kAUnsigned>
+HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
+                          bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
+  if (b_signed)
+    GemmMicroTyped<true>(a, lda, k4, bp, c, ldc, accumulate);
+  else
+    GemmMicroTyped<false>(a, lda, k4, bp, c, ldc, accumulate);
+}
+
+#endif
+
+// Depth of a K block (multiple of 4): the packed B sliver of one panel (kGemmKC x panel
+// bytes) stays in L1 while every row block of A passes over it.
+constexpr std::size_t kGemmKC = 256;
+
+template <bool kAUnsigned>
+void GemmLoop(const GemmArgs& a) {
+  const std::size_t k4 = (a.k + 3) / 4 * 4;
+  const std::size_t rows = (a.m + kGemmMR - 1) / kGemmMR * kGemmMR;
+  std::vector<GemmAElem> ap;
+  GemmPackA(a, k4, rows, ap);
+  const std::size_t panels = (a.n + kGemmPanel - 1) / kGemmPanel;
+  HWY_ALIGN std::int32_t tile[kGemmMR * kGemmPanel];
+  for (std::size_t k0 = 0; k0 < k4; k0 += kGemmKC) {
+    const std::size_t kc = std::min(kGemmKC, k4 - k0);
+    const bool accumulate = k0 != 0;
+    for (std::size_t j = 0; j < panels; ++j) {
+      const std::uint8_t* bp = a.packed_b + j * k4 * kGemmPanel + k0 * kGemmPanel;
+      const std::size_t col0 = j * kGemmPanel;
+      const std::size_t cols = std::min(kGemmPanel, a.n - col0);
+      for (std::size_t i = 0; i < a.m; i += kGemmMR) {
+        const std::size_t nrows = std::min(kGemmMR, a.m - i);
+        const GemmAElem* arows = ap.data() + i * k4 + k0;
+        std::int32_t* c = a.c + i * a.ldc + col0;
+        if (nrows == kGemmMR && cols == kGemmPanel) {
+          GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, c, a.ldc, accumulate);
+        } else {
+          if (accumulate)
+            for (std::size_t r = 0; r < nrows; ++r)
+              std::memcpy(tile + r * kGemmPanel, c + r * a.ldc, cols * sizeof(std::int32_t));
+          GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, tile, kGemmPanel, accumulate);
+          for (std::size_t r = 0; r < nrows; ++r)
+            std::memcpy(c + r * a.ldc, tile + r * kGemmPanel, cols * sizeof(std::int32_t));
+        }
+      }
+    }
+  }
+}
+
+template <int kUnused = 0>
+void GemmS32(const GemmArgs& a) {
+  if (a.m == 0 || a.n == 0) return;
+  if (a.k == 0) {
+    for (std::size_t m = 0; m < a.m; ++m) std::fill(a.c + m * a.ldc, a.c + m * a.ldc + a.n, 0);
+    return;
+  }
+  if (a.a_signed)
+    GemmLoop<false>(a);
+  else
+    GemmLoop<true>(a);
+}
+
+template <int kUnused = 0>
+void GemmPackB(const GemmPackArgs& p) {
+  const std::size_t k4 = (p.k + 3) / 4 * 4;
+  const std::size_t panels = (p.n + kGemmPanel - 1) / kGemmPanel;
+  const auto* b = static_cast<const std::uint8_t*>(p.b);  // bytes: signedness is the caller's
+  const std::uint8_t x = p.flip ? 0x80 : 0;
+  std::vector<std::uint8_t> zero(kGemmPanel * panels, 0);
+  for (std::size_t g = 0; g < k4; g += 4) {
+    const std::uint8_t* row[4];
+    std::uint8_t fill[4];
+    for (std::size_t kk = 0; kk < 4; ++kk) {
+      const bool real = g + kk < p.k;
+      row[kk] = real ? b + (g + kk) * p.ldb : zero.data();
+      fill[kk] = real ? x : 0;  // K padding stays 0 (A is zero there)
+    }
+    for (std::size_t j = 0; j < panels; ++j) {
+      const std::size_t col0 = j * kGemmPanel;
+      const std::size_t cols = std::min(kGemmPanel, p.n - col0);
+      std::uint8_t* dst = p.packed + j * k4 * kGemmPanel + g * kGemmPanel;
+      for (std::size_t col = 0; col < cols; ++col)
+        for (std::size_t kk = 0; kk < 4; ++kk)
+          dst[col * 4 + kk] = static_cast<std::uint8_t>(row[kk][col0 + col] ^ fill[kk]);
+      std::memset(dst + cols * 4, 0, (kGemmPanel - cols) * 4);
+    }
+  }
+}
+
+template <int kUnused = 0>
+const GemmKernels* GetGemmKernelsT() {
+  static const GemmKernels kernels = [] {
+    GemmKernels k;
+    k.target = HWY_TARGET;
+    k.name = hwy::TargetName(HWY_TARGET);
+    k.panel = kGemmPanel;
+    k.dot_product = kGemmDot;
+    k.needs_mixed_signs = kGemmDot;
+    k.pack_b = &GemmPackB<0>;
+    k.gemm = &GemmS32<0>;
+    return k;
+  }();
+  return &kernels;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_GEMM_INL_H_ toggle
+// ---- end quantkit/simd/gemm-inl.h ----
 // ---- begin quantkit/simd/quantize-inl.h ----
 // Per-target kernels: quantize f32 -> int8/uint8/int16/uint16/int32, fake-quantize
 // f32 -> f32, dequantize int -> f32. Bit-identical to quantkit::ref (quantkit/ref/quantize.hpp):
@@ -2751,8 +3099,12 @@ inline MinMaxResult MinMax(const float* x, std::size_t n) {
     hn::Store(bad, di, lanes);
     for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
   }
-  r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
-  r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  // Only reduce when a vector saw a finite value: Highway 1.0.3's EMU128 MinOfLanes/MaxOfLanes
+  // start from HighestValue/LowestValue (+-FLT_MAX), which would replace the +-inf identities.
+  if (i > r.nonfinite) {
+    r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
+    r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  }
   for (; i < n; ++i) {
     const float v = x[i];
     if (!std::isfinite(v)) {
@@ -3463,6 +3815,7 @@ const Kernels* GetKernelsT() {
     k.absmax = &AbsMax;
     k.minmax_params = &MinMaxParams;
     k.histogram = &Histogram;
+    k.gemm = GetGemmKernelsT<0>();
     return k;
   }();
   return &kernels;

@@ -84,8 +84,12 @@ inline MinMaxResult MinMax(const float* x, std::size_t n) {
     hn::Store(bad, di, lanes);
     for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
   }
-  r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
-  r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  // Only reduce when a vector saw a finite value: Highway 1.0.3's EMU128 MinOfLanes/MaxOfLanes
+  // start from HighestValue/LowestValue (+-FLT_MAX), which would replace the +-inf identities.
+  if (i > r.nonfinite) {
+    r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
+    r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+  }
   for (; i < n; ++i) {
     const float v = x[i];
     if (!std::isfinite(v)) {
