@@ -3,10 +3,7 @@
 // for bit: u8 x s8, s8 x s8, s8 x u8, u8 x u8; zero points per tensor / row / column;
 // sizes 0, 1, one vector +-1, large; unaligned pointers and leading dimensions; int32
 // wrap-around.
-#define HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_WANT_AVX3_DL
-#define QUANTKIT_SIMD_IMPLEMENTATION
-#include <quantkit/simd/implementation.hpp>
+#include <quantkit/simd/simd.hpp>  // implementation: tests/support/simd_dispatch.cpp
 
 #include <doctest/doctest.h>
 

@@ -4,10 +4,7 @@
 // report of which nodes stay float. The QDQ graphs are built here from float graphs with
 // random weights (weights int8 per output channel, activations uint8 or int8 from min/max
 // calibration).
-#define HWY_COMPILE_ALL_ATTAINABLE
-#define HWY_WANT_AVX3_DL
-#define QUANTKIT_SIMD_IMPLEMENTATION
-#include <quantkit/simd/implementation.hpp>
+#include <quantkit/simd/simd.hpp>  // implementation: tests/support/simd_dispatch.cpp
 
 #include <doctest/doctest.h>
 

@@ -6,8 +6,7 @@
 //   changing channel counts; each observer plugged into a Quantizer through a Scheme.
 // Batches go through quantkit::simd's reductions (this program links the runtime-dispatched
 // implementation) and, in a second pass of each test, through the observers' plain loops.
-#define QUANTKIT_SIMD_IMPLEMENTATION
-#include <quantkit/simd/implementation.hpp>
+#include <quantkit/simd/simd.hpp>  // implementation: tests/support/simd_dispatch.cpp
 
 #include <doctest/doctest.h>
 

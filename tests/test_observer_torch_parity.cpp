@@ -8,8 +8,7 @@
 // Min-max kinds must agree bit for bit; HistogramObserver within 1e-6 relative on the scale and
 // exactly on the zero point. Everything runs twice: with quantkit::simd's reductions (this
 // program links the runtime-dispatched implementation) and with the observers' plain loops.
-#define QUANTKIT_SIMD_IMPLEMENTATION
-#include <quantkit/simd/implementation.hpp>
+#include <quantkit/simd/simd.hpp>  // implementation: tests/support/simd_dispatch.cpp
 
 #include <doctest/doctest.h>
 

@@ -1,10 +1,7 @@
-// SIMD kernels, dynamic dispatch: this translation unit is the program's quantkit SIMD
-// implementation (every Highway target compiled, runtime dispatch), and every kernel is
-// checked bit for bit against quantkit::ref on every target the CPU supports.
-#define HWY_COMPILE_ALL_ATTAINABLE  // every target, also below the build's baseline
-#define HWY_WANT_AVX3_DL             // and AVX3_DL (Ice Lake / Zen 4)
-#define QUANTKIT_SIMD_IMPLEMENTATION
-#include <quantkit/simd/implementation.hpp>
+// SIMD kernels, dynamic dispatch (the implementation is tests/support/simd_dispatch.cpp: every
+// Highway target compiled, runtime dispatch): every kernel is checked bit for bit against
+// quantkit::ref on every target the CPU supports.
+#include <quantkit/simd/simd.hpp>  // implementation: tests/support/simd_dispatch.cpp
 
 #include <doctest/doctest.h>
 
