@@ -188,16 +188,24 @@ void check_dequantize_per_tensor(const qks::Kernels* k, float scale, std::int32_
       }
       if (n > 0) q[offset] = std::numeric_limits<Q>::min();
       if (n > 1) q[offset + n - 1] = std::numeric_limits<Q>::max();
-      if (std::is_same<Q, std::int32_t>::value) {  // keep q - zp inside int32 as the reference needs
-        for (auto& v : q) v = static_cast<Q>(std::max<std::int64_t>(std::min<std::int64_t>(v, 1 << 30), -(1 << 30)));
-      }
       const qk::View<const Q> qv(q.data() + offset, qk::Dims{static_cast<std::int64_t>(n)});
       std::vector<float> want(n + offset), got(n + offset);
       qk::ref::dequantize(qv, p, qk::View<float>(want.data() + offset, qv.shape()));
       qks::dequantize(qv, p, qk::View<float>(got.data() + offset, qv.shape()), k);
       CAPTURE(n);
       QK_CHECK_SAME(got, want, q);
+      std::vector<float> raw(n);
+      qks::dequantize(q.data() + offset, n, scale, zp, raw.data(), k);
+      for (std::size_t i = 0; i < n; ++i) CHECK(bits_of(raw[i]) == bits_of(want[offset + i]));
     }
+  }
+  // q - zp is exact even where it leaves int32 (int32 inputs with a nonzero zero point).
+  const std::vector<Q> edge = {std::numeric_limits<Q>::min(), std::numeric_limits<Q>::max()};
+  std::vector<float> got(2);
+  qks::dequantize(qk::View<const Q>(edge.data(), qk::Dims{2}), p, qk::View<float>(got.data(), qk::Dims{2}), k);
+  for (int i = 0; i < 2; ++i) {
+    const double exact = (static_cast<double>(edge[i]) - zp) * static_cast<double>(scale);
+    CHECK(std::fabs(static_cast<double>(got[i]) - exact) <= std::fabs(exact) * 1e-6);
   }
 }
 

@@ -93,6 +93,8 @@ TEST_CASE("simd: dequantize per tensor, every input type") {
     simd_test::check_dequantize_per_tensor<std::int16_t>(&k, 3.5e-4f, 7);
     simd_test::check_dequantize_per_tensor<std::uint16_t>(&k, 1e-5f, 32768);
     simd_test::check_dequantize_per_tensor<std::int32_t>(&k, 1e-7f, 0);
+    simd_test::check_dequantize_per_tensor<std::int32_t>(&k, 1e-7f, -5);
+    simd_test::check_dequantize_per_tensor<std::int32_t>(&k, 2e-9f, 1830871372);
   });
 }
 

@@ -30,6 +30,7 @@ TEST_CASE("simd static: quantize/fake-quantize/dequantize per tensor") {
   simd_test::check_dequantize_per_tensor<std::int8_t>(nullptr, 0.1f, -3);
   simd_test::check_dequantize_per_tensor<std::uint16_t>(nullptr, 1e-5f, 32768);
   simd_test::check_dequantize_per_tensor<std::int32_t>(nullptr, 1e-7f, 0);
+  simd_test::check_dequantize_per_tensor<std::int32_t>(nullptr, 2e-9f, 1830871372);
   // and through the static target's table
   simd_test::check_quantize_all_roundings<std::int8_t>(&qks::static_kernels(), 0.25f, 5);
 }

@@ -38,8 +38,10 @@ inline std::int32_t quantize_value(float x, float factor, ScaleApplicationKind a
       std::min(std::max(v, static_cast<double>(r.qmin)), static_cast<double>(r.qmax)));
 }
 
+// q - z exactly (in int64: int32 values with a large zero point overflow int32), then rounded
+// to float once.
 inline float dequantize_value(std::int32_t q, float scale, std::int32_t zero_point) {
-  return static_cast<float>(q - zero_point) * scale;
+  return static_cast<float>(static_cast<std::int64_t>(q) - zero_point) * scale;
 }
 
 namespace impl {

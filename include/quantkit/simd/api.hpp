@@ -111,6 +111,19 @@ bool range_ok(IntRange r) {
   }
 }
 
+// Whether the kernels cover dequantizing In with these zero points: they subtract in int32,
+// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point).
+template <class In>
+bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
+  if constexpr (std::is_same<In, std::int32_t>::value) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (zero_points[i] != 0) return false;
+  }
+  (void)zero_points;
+  (void)n;
+  return true;
+}
+
 // Parameters per parameter index; one inline value for per-tensor (no allocation).
 template <class T>
 class ParamArray {
@@ -366,6 +379,8 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
   if constexpr (!detail::is_kernel_int_v<In>) {
     ref::dequantize(q, p, x);
   } else {
+    if (!detail::dequantize_covered<In>(p.zero_point.data(), p.zero_point.size()))
+      return ref::dequantize(q, p, x);
     const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
     DequantizeArgs a;
     a.plan = detail::make_plan(q.shape(), q.strides(), x.strides(), layout);
@@ -712,6 +727,10 @@ void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point,
                 const Kernels* kernels = nullptr) {
   static_assert(detail::is_kernel_int_v<Q>,
                 "simd::dequantize: input must be int8/uint8/int16/uint16/int32");
+  if (!detail::dequantize_covered<Q>(&zero_point, 1)) {
+    for (std::size_t i = 0; i < n; ++i) x[i] = ref::dequantize_value(q[i], scale, zero_point);
+    return;
+  }
   DequantizeArgs a;
   a.plan = detail::contiguous_plan(n);
   a.q = q;
