@@ -11,12 +11,13 @@
 // channels x inputs), per-element scale s and zero point z, and V a free matrix:
 //   h(V)  = clamp(sigmoid(V) * (zeta - gamma) + gamma, 0, 1),  zeta = 1.1, gamma = -0.1
 //   W~(V) = s * (clamp(floor(W / s) + h(V) + z, qmin, qmax) - z)
-//   E(W~) = mean over columns of || W x_float - W~ x_quant ||^2     (x: im2col columns or rows
-//           of the layer's input in the float model and in the quantized model with the
-//           layers before it already rounded: the "asymmetric" reconstruction of the paper)
+//   E(W~) = mean over columns of || W x_float + b - W~ x_quant - b_q ||^2   (x: im2col columns
+//           or rows of the layer's input in the float model and in the quantized model with
+//           the layers before it already rounded: the "asymmetric" reconstruction of the
+//           paper; b_q the stored (int32) bias)
 //   loss  = E(W~) / E(W_nearest) + lambda * mean(1 - |2 h(V) - 1|^beta)
-// E is evaluated exactly from the Gram matrices of the inputs (accumulated once per layer,
-// Eigen), so an iteration costs one (rows x K) * (K x K) product whatever the data size.
+// E is evaluated exactly from the Gram matrices and sums of the inputs (accumulated once per
+// layer, Eigen), so an iteration costs one (rows x K) * (K x K) product whatever the data size.
 // V starts where h(V) = frac(W / s) (W~ = W), Adam minimizes the loss for `iterations` steps;
 // the regularizer is off for the first `warmup` share of them, then beta decays linearly from
 // beta_start to beta_end. The result is rounded hard (up where V >= 0). A group whose learned
@@ -74,24 +75,32 @@ struct WeightMatrix {
   std::int64_t index(std::int64_t m, std::int64_t k) const { return column_major ? k * rows + m : m * inputs + k; }
 };
 
-// Gram matrices of one group's inputs: sums of x_f x_f^T, x_f x_q^T, x_q x_q^T over columns.
+// Gram matrices of one group's inputs: sums of x_f x_f^T, x_f x_q^T, x_q x_q^T and of x_f,
+// x_q over columns.
 struct Grams {
   MatrixD ff, fq, qq;
+  Eigen::VectorXd sf, sq;
   double columns = 0;
-  explicit Grams(std::int64_t k = 0) : ff(MatrixD::Zero(k, k)), fq(MatrixD::Zero(k, k)), qq(MatrixD::Zero(k, k)) {}
+  explicit Grams(std::int64_t k = 0)
+      : ff(MatrixD::Zero(k, k)), fq(MatrixD::Zero(k, k)), qq(MatrixD::Zero(k, k)), sf(Eigen::VectorXd::Zero(k)),
+        sq(Eigen::VectorXd::Zero(k)) {}
   void add(const MatrixD& xf, const MatrixD& xq) {  // columns are samples
     ff.noalias() += xf * xf.transpose();
     fq.noalias() += xf * xq.transpose();
     qq.noalias() += xq * xq.transpose();
+    sf += xf.rowwise().sum();
+    sq += xq.rowwise().sum();
     columns += static_cast<double>(xf.cols());
   }
 };
 
-// E(Wt) up to the per-column normalization: sum over rows of w Gff w' - 2 w Gfq wt' + wt Gqq wt'.
-inline double reconstruction_error(const MatrixD& w, const MatrixD& wt, const Grams& g) {
+// E(Wt) = mean over columns of || W x_f + b - Wt x_q - b_q ||^2, with d = b - b_q per row (the
+// stored bias's rounding; 0 when the bias stays float):
+// sum over rows of w Gff w' - 2 w Gfq wt' + wt Gqq wt' + 2 d (w sf - wt sq) + columns d^2.
+inline double reconstruction_error(const MatrixD& w, const MatrixD& wt, const Eigen::VectorXd& d, const Grams& g) {
   if (!(g.columns > 0)) return 0.0;
   const double e = (w * g.ff).cwiseProduct(w).sum() - 2.0 * (w * g.fq).cwiseProduct(wt).sum() +
-                   (wt * g.qq).cwiseProduct(wt).sum();
+                   (wt * g.qq).cwiseProduct(wt).sum() + 2.0 * d.dot(w * g.sf - wt * g.sq) + g.columns * d.squaredNorm();
   return std::max(0.0, e / g.columns);
 }
 
@@ -101,6 +110,7 @@ inline double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 // round-to-nearest integers; `base` = floor(w / s); s, z per element; [lo, hi] the range.
 struct GroupProblem {
   MatrixD w, s, z, base, nearest;
+  Eigen::VectorXd bias_error;  // b - b_q per row
   double lo = 0, hi = 0;
 };
 
@@ -111,7 +121,7 @@ MatrixD learn_rounding(const GroupProblem& p, const Grams& g, const AdaRoundOpti
                        double& nearest_error, double& learned_error, bool& kept_nearest) {
   constexpr double zeta = 1.1, gamma = -0.1;
   const std::int64_t rows = p.w.rows(), cols = p.w.cols();
-  nearest_error = reconstruction_error(p.w, dequantize(p.nearest, p), g);
+  nearest_error = reconstruction_error(p.w, dequantize(p.nearest, p), p.bias_error, g);
   kept_nearest = true;
   learned_error = nearest_error;
   if (!(nearest_error > 0.0)) return p.nearest;  // nothing to gain (exact, or no data)
@@ -131,7 +141,8 @@ MatrixD learn_rounding(const GroupProblem& p, const Grams& g, const AdaRoundOpti
   const int T = opt.iterations;
   const double warm = opt.warmup * T;
   MatrixD h(rows, cols), dh(rows, cols), q(rows, cols), mask(rows, cols), grad(rows, cols);
-  const MatrixD target = p.w * g.fq;  // the fixed half of dE/dWt
+  // The fixed part of dE/dWt (times -columns / 2): W Gfq + d sq'.
+  const MatrixD target = p.w * g.fq + p.bias_error * g.sq.transpose();
   // The product of every iteration in float (twice the SIMD width); the errors that decide
   // between learned and nearest rounding are computed in double.
   using MatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
@@ -156,7 +167,7 @@ MatrixD learn_rounding(const GroupProblem& p, const Grams& g, const AdaRoundOpti
         q(i, j) = std::min(std::max(qs, p.lo), p.hi);
       }
     wtf = dequantize(q, p).cast<float>();
-    // dE/dWt = 2 (Wt Gqq - W Gfq) / columns, normalized by E(nearest).
+    // dE/dWt = 2 (Wt Gqq - W Gfq - d sq') / columns, normalized by E(nearest).
     const MatrixD dwt = (2.0 / (g.columns * nearest_error)) * ((wtf * qq).cast<double>() - target);
     grad = dwt.cwiseProduct(p.s).cwiseProduct(mask).cwiseProduct(dh);
     if (lambda > 0.0)
@@ -180,7 +191,7 @@ MatrixD learn_rounding(const GroupProblem& p, const Grams& g, const AdaRoundOpti
   for (std::int64_t i = 0; i < rows; ++i)
     for (std::int64_t j = 0; j < cols; ++j)
       hard(i, j) = std::min(std::max(p.base(i, j) + (v(i, j) >= 0.0 ? 1.0 : 0.0) + p.z(i, j), p.lo), p.hi);
-  const double e = reconstruction_error(p.w, dequantize(hard, p), g);
+  const double e = reconstruction_error(p.w, dequantize(hard, p), p.bias_error, g);
   if (e < nearest_error) {
     kept_nearest = false;
     learned_error = e;
@@ -264,6 +275,20 @@ inline AdaRoundReport adaround(QuantizedModel& qm, const std::vector<std::map<st
       }
     });
 
+    // The rounding of the stored bias (a constant in the reconstruction), per output row.
+    std::vector<double> bias_error(static_cast<std::size_t>(wm.rows), 0.0);
+    if (node.op_type != "MatMul" && node.has_input(2) && node.attr_float("alpha", 1.0f) == 1.0f) {
+      const std::string& b = node.inputs[2];
+      const TensorQuant* bq = qm.find(b);
+      const graph::Tensor& bt = qm.graph.initializers.at(b);
+      if (bq && bq->role == TensorRole::bias && bt.size() == wm.rows) {
+        const graph::Tensor deq = dequantized_initializer(bt, *bq, b);
+        const double beta = node.attr_float("beta", 1.0f);
+        for (std::size_t r = 0; r < bias_error.size(); ++r)
+          bias_error[r] = beta * (static_cast<double>(bt.data<float>()[r]) - deq.data<float>()[r]);
+      }
+    }
+
     // Per-element scale and zero point; round-to-nearest integers.
     const std::vector<std::int32_t> nearest = quantize_initializer(wt, tq, layer.weight);
     std::vector<float> scale_of(static_cast<std::size_t>(wt.size()));
@@ -294,6 +319,8 @@ inline AdaRoundReport adaround(QuantizedModel& qm, const std::vector<std::map<st
       p.z.resize(rg, kg);
       p.base.resize(rg, kg);
       p.nearest.resize(rg, kg);
+      p.bias_error.resize(rg);
+      for (std::int64_t m = 0; m < rg; ++m) p.bias_error(m) = bias_error[static_cast<std::size_t>(gi * rg + m)];
       p.lo = tq.params.range.qmin;
       p.hi = tq.params.range.qmax;
       for (std::int64_t m = 0; m < rg; ++m)

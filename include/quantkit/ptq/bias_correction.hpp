@@ -170,6 +170,9 @@ inline BiasCorrectionReport correct_bias(QuantizedModel& qm, const std::vector<s
     graph::Tensor& bias = passes::detail::private_initializer(qm.graph, node, 2);
     row.bias = node.inputs[2];
     const graph::Tensor before = bias;
+    // From the bias as stored (dequantized int32): the shift was measured with it, and its
+    // own rounding is corrected too; the new value is then rounded once.
+    if (const TensorQuant* bqp = qm.find(row.bias)) bias = dequantized_initializer(before, *bqp, row.bias);
     for (std::int64_t c = 0; c < channels; ++c) bias.data<float>()[c] += shift[static_cast<std::size_t>(c)] / beta;
     if (const TensorQuant* bqp = qm.find(row.bias)) {
       try {
