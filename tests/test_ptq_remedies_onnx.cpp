@@ -334,6 +334,8 @@ TEST_CASE("CLE: the scale formula on a small chain, and what stops a chain") {
   REQUIRE(rs.skipped.size() == 1);
   CHECK(rs.skipped[0].find("A -> B") != std::string::npos);
 
+  skip.skip = {"nope"};
+  CHECK_THROWS_WITH_AS(qk::ptq::equalize_cross_layer(h, skip), doctest::Contains("skip names node 'nope'"), qk::Error);
   qk::ptq::EqualizationOptions bad;
   bad.max_passes = 0;
   CHECK_THROWS_WITH_AS(qk::ptq::equalize_cross_layer(h, bad), doctest::Contains("max_passes is 0"), qk::Error);

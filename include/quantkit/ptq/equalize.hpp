@@ -268,6 +268,10 @@ inline std::vector<Chain> find_chains(const graph::Graph& g, const std::vector<s
 // and B stops the chain). Errors name the option.
 inline EqualizationReport equalize_cross_layer(graph::Graph& g, const EqualizationOptions& opt = {}) {
   opt.validate();
+  for (const auto& name : opt.skip)
+    if (std::none_of(g.nodes.begin(), g.nodes.end(), [&](const graph::Node& n) { return node_key(n) == name; }))
+      g.fail("EqualizationOptions::skip names node '", name,
+             "', which is not in the graph; expected a node name (or the first output of an unnamed node)");
   EqualizationReport report;
   std::vector<detail::Chain> chains = detail::find_chains(g, opt.skip, report.skipped);
   if (chains.empty()) return report;
