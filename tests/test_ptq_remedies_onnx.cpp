@@ -663,6 +663,11 @@ TEST_CASE("C++ export: errors name the node or the option, and nothing is writte
   const Graph qdq = qk::onnx::qdq_graph(calibrate(g, qk::ptq::PtqConfig{}).qm);
   // The Relu requantizations need scales > 1: a single right shift cannot express them.
   CHECK_THROWS_WITH_AS(qk::cpp_export::generate<qk::SingleShift>(qdq), doctest::Contains("cannot express"), qk::Error);
+  CHECK_THROWS_WITH_AS(qk::cpp_export::generate(qdq, qk::RequantScheme::single_shift), doctest::Contains("cannot express"),
+                       qk::Error);
+  CHECK_THROWS_WITH_AS(qk::cpp_export::generate(qdq, qk::RequantScheme::float_multiplier),
+                       doctest::Contains("scheme 'float' cannot be exported"), qk::Error);
+  CHECK(qk::cpp_export::generate(qdq, qk::RequantScheme::fixed_point_single).find("single rounding") != std::string::npos);
   qk::cpp_export::Options bad;
   bad.name_space = "9lives";
   CHECK_THROWS_WITH_AS(qk::cpp_export::generate(qdq, bad), doctest::Contains("name_space '9lives'"), qk::Error);

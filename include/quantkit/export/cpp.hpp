@@ -853,5 +853,31 @@ Report write(const graph::Graph& qdq, const std::string& path, const Options& op
   return rep;
 }
 
+// The same with the scheme chosen at run time (a command line's --scheme): fixed_point,
+// fixed_point_single, single_shift or double_shift; others are an error naming the scheme.
+inline std::string generate(const graph::Graph& qdq, RequantScheme scheme, const Options& opt = {},
+                            Report* report = nullptr) {
+  switch (scheme) {
+    case RequantScheme::fixed_point: return generate<FixedPointDoubleRounding>(qdq, opt, report);
+    case RequantScheme::fixed_point_single: return generate<FixedPointSingleRounding>(qdq, opt, report);
+    case RequantScheme::single_shift: return generate<SingleShift>(qdq, opt, report);
+    case RequantScheme::double_shift: return generate<DoubleShift>(qdq, opt, report);
+    default: break;
+  }
+  quantkit::detail::fail("cpp_export: requantization scheme '", to_string(scheme),
+                         "' cannot be exported; expected fixed-point, fixed-point-single, single-shift or double-shift");
+}
+inline Report write(const graph::Graph& qdq, const std::string& path, RequantScheme scheme, const Options& opt = {}) {
+  switch (scheme) {
+    case RequantScheme::fixed_point: return write<FixedPointDoubleRounding>(qdq, path, opt);
+    case RequantScheme::fixed_point_single: return write<FixedPointSingleRounding>(qdq, path, opt);
+    case RequantScheme::single_shift: return write<SingleShift>(qdq, path, opt);
+    case RequantScheme::double_shift: return write<DoubleShift>(qdq, path, opt);
+    default: break;
+  }
+  quantkit::detail::fail("writing '", path, "': requantization scheme '", to_string(scheme),
+                         "' cannot be exported; expected fixed-point, fixed-point-single, single-shift or double-shift");
+}
+
 }  // namespace cpp_export
 }  // namespace quantkit
