@@ -408,6 +408,14 @@ inline ::onnx::ModelProto to_qdq_proto(const ptq::QuantizedModel& qm, const QdqO
   return m;
 }
 
+// The QDQ model as a graph, as quantkit::onnx::load reads back the file save_qdq writes: what
+// IntegerMode runs and quantkit::cpp_export exports. (The graph IR holds 8-bit integers: a
+// model with 4- or 16-bit tensors is an error naming the tensor.)
+inline graph::Graph qdq_graph(const ptq::QuantizedModel& qm, const QdqOptions& opt = {}) {
+  const ::onnx::ModelProto m = to_qdq_proto(qm, opt);
+  return from_proto(m, qm.graph.source.empty() ? std::string("<QDQ model>") : qm.graph.source + " (QDQ)");
+}
+
 // Writes the QDQ model to `path` atomically (nothing is left there on error).
 inline QdqReport save_qdq(const ptq::QuantizedModel& qm, const std::string& path, const QdqOptions& opt = {}) {
   QdqReport rep;

@@ -9,6 +9,17 @@
 //     std::fprintf(stderr, "\rcalibrating %zu/%zu", done, total);
 //   });
 //   qk::ptq::QuantizedModel qm = cal.finish();
+//
+// With the accuracy remedies of PtqConfig: cross_layer_equalization is applied to the graph
+// in the constructor (after BatchNormalization folding, before planning); adaround and
+// bias_correction need the calibration data again, so finish(batches) applies them (AdaRound
+// first, then bias correction) and finish() without data refuses them:
+//   cfg.cross_layer_equalization = cfg.bias_correction = true;
+//   cfg.adaround.iterations = 1000;
+//   const auto batches = qk::ptq::split_batches("input", calib, 64);
+//   qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(graph, cfg);
+//   cal.observe(batches);
+//   qk::ptq::QuantizedModel qm = cal.finish(batches, on_progress);  // summaries in qm.notes
 #pragma once
 
 #include <algorithm>
@@ -28,7 +39,11 @@
 #include "quantkit/executor/executor.hpp"
 #include "quantkit/executor/passes/fold_batchnorm.hpp"
 #include "quantkit/observer/minmax.hpp"
+#include "quantkit/ptq/adaround.hpp"
+#include "quantkit/ptq/bias_correction.hpp"
 #include "quantkit/ptq/config.hpp"
+#include "quantkit/ptq/equalize.hpp"
+#include "quantkit/ptq/layer_data.hpp"
 #include "quantkit/ptq/plan.hpp"
 #include "quantkit/ptq/weights.hpp"
 
@@ -79,10 +94,12 @@ class GraphCalibrator {
   // Folds BatchNormalization (when the config asks), plans the quantization and prepares the
   // float executor. Errors name the node or option.
   explicit GraphCalibrator(graph::Graph g, PtqConfig cfg = {}, Options options = {})
-      : config_(std::move(cfg)), graph_(prepare(std::move(g), config_)), plan_(make_plan(graph_, config_)),
-        executor_(graph_), calibration_(ObserverConfig{}, std::move(options)) {}
+      : config_(std::move(cfg)), graph_(prepare(std::move(g), config_, equalization_)),
+        plan_(make_plan(graph_, config_)), executor_(graph_), calibration_(ObserverConfig{}, std::move(options)) {}
 
   const graph::Graph& graph() const { return graph_; }
+  // What cross-layer equalization did (empty unless PtqConfig::cross_layer_equalization).
+  const EqualizationReport& equalization() const { return equalization_; }
   const Plan& plan() const { return plan_; }
   const PtqConfig& config() const { return config_; }
   const Calibration<Observer>& calibration() const { return calibration_; }
@@ -112,8 +129,42 @@ class GraphCalibrator {
   }
 
   // QuantParams for every quantized tensor. Activations never computed as float32 during
-  // calibration are left unquantized (listed in notes).
+  // calibration are left unquantized (listed in notes). AdaRound and bias correction need
+  // the data: with them enabled, call finish(batches).
   QuantizedModel finish() const {
+    if (config_.adaround.enabled() || config_.bias_correction)
+      quantkit::detail::fail("PtqConfig::", config_.adaround.enabled() ? "adaround" : "bias_correction",
+                             " is enabled; expected finish(batches) with the calibration batches, which it needs again");
+    return calibrated();
+  }
+
+  // finish() and then the remedies the config enables, on these batches (normally the ones
+  // observed): AdaRound, then bias correction. Their summaries are appended to qm.notes.
+  QuantizedModel finish(const std::vector<TensorMap>& batches, const RemedyCallback& progress = {}) const {
+    QuantizedModel qm = calibrated();
+    if (config_.adaround.enabled()) {
+      const AdaRoundReport r = adaround(qm, batches, config_.adaround, progress);
+      append_lines(qm.notes, format(r));
+    }
+    if (config_.bias_correction) {
+      const BiasCorrectionReport r = correct_bias(qm, batches, progress);
+      append_lines(qm.notes, format(r));
+    }
+    return qm;
+  }
+
+ private:
+  static void append_lines(std::vector<std::string>& notes, const std::string& text) {
+    std::size_t start = 0;
+    while (start < text.size()) {
+      std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) end = text.size();
+      if (end > start) notes.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+
+  QuantizedModel calibrated() const {
     if (batches_ == 0)
       graph_.fail("no calibration batch was observed; expected observe() with at least one batch");
     QuantizedModel qm;
@@ -121,6 +172,7 @@ class GraphCalibrator {
     qm.config = config_;
     qm.observer = detail::observer_name<Observer>::get();
     qm.notes = plan_.notes;
+    if (config_.cross_layer_equalization) append_lines(qm.notes, format(equalization_));
     for (std::size_t i : plan_.quantized_nodes) qm.quantized_nodes.push_back(node_key(graph_.nodes[i]));
 
     for (const auto& kv : plan_.activations) {
@@ -172,18 +224,7 @@ class GraphCalibrator {
                            "' is not quantized)");
         continue;
       }
-      TensorQuant t;
-      t.role = TensorRole::bias;
-      t.format = TensorFormat{32, true};
-      t.symmetry = SymmetryKind::symmetric;
-      t.node = bp.node;
-      t.input = bp.input;
-      t.weight = bp.weight;
-      t.params.range = IntRange{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
-      t.params.granularity = w.params.size() == 1 ? Granularity::per_tensor() : Granularity::per_channel(0);
-      t.params.scale.clear();
-      for (float sw : w.params.scale) t.params.scale.push_back(in->params.scale[0] * sw);  // float32, as ORT
-      t.params.zero_point.assign(t.params.scale.size(), 0);
+      TensorQuant t = bias_quant(*in, w, bp.node, bp.input, bp.weight);
       try {
         (void)quantize_initializer(graph_.initializers.at(b), t, b);
       } catch (const Error& e) {
@@ -195,10 +236,10 @@ class GraphCalibrator {
     return qm;
   }
 
- private:
-  static graph::Graph prepare(graph::Graph g, const PtqConfig& cfg) {
+  static graph::Graph prepare(graph::Graph g, const PtqConfig& cfg, EqualizationReport& equalization) {
     cfg.validate();
     if (cfg.fold_batchnorm) (void)passes::fold_batchnorm(g);
+    if (cfg.cross_layer_equalization) equalization = equalize_cross_layer(g, cfg.equalization);
     return g;
   }
 
@@ -235,6 +276,7 @@ class GraphCalibrator {
   }
 
   PtqConfig config_;
+  EqualizationReport equalization_;  // before graph_: prepare() fills it
   graph::Graph graph_;
   Plan plan_;
   Executor<FloatMode> executor_;

@@ -28,6 +28,7 @@
 // what the exported model computes; `weight_rounding` applies to the stored weights only.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -112,6 +113,49 @@ inline bool is_passthrough_op(const std::string& op) {
 // decide the argmax), with the activation observer like every other value, or not at all.
 enum class OutputCalibration { minmax, observer, keep_float };
 
+// Cross-layer equalization (quantkit/ptq/equalize.hpp): applied to the float graph after
+// BatchNormalization folding, before calibration.
+struct EqualizationOptions {
+  int max_passes = 100;               // passes over every pair
+  double tolerance = 1e-3;            // stop when no scale of a pass differs from 1 by more
+  std::vector<std::string> skip;      // node names (first output for unnamed nodes) left alone
+
+  void validate() const {
+    if (max_passes < 1 || max_passes > 10000)
+      quantkit::detail::fail("EqualizationOptions: max_passes is ", max_passes, "; expected 1 to 10000");
+    if (!(tolerance >= 0.0) || !(tolerance < 1.0))
+      quantkit::detail::fail("EqualizationOptions: tolerance is ", tolerance, "; expected a value in [0, 1)");
+  }
+};
+
+// AdaRound (quantkit/ptq/adaround.hpp, Nagel et al. 2020): per-layer learned rounding of the
+// Conv/Gemm/MatMul weights on the calibration data. Off while iterations is 0.
+struct AdaRoundOptions {
+  static constexpr int default_iterations = 1000;  // what "on" means when no count is given
+  int iterations = 0;            // Adam steps per layer (per group for grouped Conv); 0: off
+  double learning_rate = 3e-2;   // Adam
+  double regularization = 3.0;   // lambda of the rounding regularizer; the reconstruction term
+                                 // is relative to round-to-nearest's error, so it starts near 1
+  double beta_start = 20.0;      // annealed exponent of the regularizer
+  double beta_end = 2.0;
+  double warmup = 0.2;           // share of the iterations without the regularizer
+
+  bool enabled() const { return iterations > 0; }
+  void validate() const {
+    if (iterations < 0 || iterations > 1000000)
+      quantkit::detail::fail("AdaRoundOptions: iterations is ", iterations, "; expected 0 (off) to 1000000");
+    if (!(learning_rate > 0.0) || !(learning_rate <= 1.0))
+      quantkit::detail::fail("AdaRoundOptions: learning_rate is ", learning_rate, "; expected a value in (0, 1]");
+    if (!(regularization >= 0.0) || !std::isfinite(regularization))
+      quantkit::detail::fail("AdaRoundOptions: regularization is ", regularization, "; expected a finite value >= 0");
+    if (!(beta_end > 0.0) || !(beta_start >= beta_end) || !std::isfinite(beta_start))
+      quantkit::detail::fail("AdaRoundOptions: beta from ", beta_start, " to ", beta_end,
+                             "; expected beta_start >= beta_end > 0");
+    if (!(warmup >= 0.0) || !(warmup < 1.0))
+      quantkit::detail::fail("AdaRoundOptions: warmup is ", warmup, "; expected a share in [0, 1)");
+  }
+};
+
 struct PtqConfig {
   int activation_bits = 8;               // 8 or 16
   bool symmetric_activations = false;    // false: uint affine; true: int symmetric, zero point 0
@@ -129,6 +173,13 @@ struct PtqConfig {
   bool share_passthrough_params = true;
   bool quantize_bias = true;              // int32 bias where possible
   OutputCalibration graph_outputs = OutputCalibration::minmax;
+  // Accuracy remedies. Cross-layer equalization runs on the float graph before calibration;
+  // AdaRound, then bias correction, run in GraphCalibrator::finish(batches) (they need the
+  // calibration data again).
+  bool cross_layer_equalization = false;
+  EqualizationOptions equalization;
+  bool bias_correction = false;
+  AdaRoundOptions adaround;
 
   TensorFormat activation_format(int bits) const { return {bits, symmetric_activations}; }
   SymmetryKind activation_symmetry() const {
@@ -155,6 +206,8 @@ struct PtqConfig {
         for (const auto& k : quantizable_ops()) known += (known.empty() ? "" : ", ") + k;
         quantkit::detail::fail("PtqConfig: op '", op, "' in quantize_ops cannot be quantized; expected one of: ", known);
       }
+    equalization.validate();
+    adaround.validate();
   }
 };
 
@@ -179,6 +232,9 @@ struct TensorQuant {
   std::string shared_from;  // pass-through: the value whose parameters these are ("" if own)
   std::string input;        // bias: the activation and weight whose scales multiply
   std::string weight;
+  // Weights: the stored integers (row-major), chosen by AdaRound; they override `rounding`.
+  // Empty: the weight is quantized with `rounding`.
+  std::vector<std::int32_t> integers;
 };
 
 // A calibrated graph: the float graph the plan refers to (BatchNormalization folded where

@@ -19,8 +19,9 @@ namespace quantkit {
 namespace ptq {
 
 // q = clamp(R(x / s) + z) with the tensor's rounding (weights) or half-to-even (bias), as
-// int32 in the tensor's row-major order. A bias whose value would not fit int32 is an error
-// naming it (the planner keeps such biases float).
+// int32 in the tensor's row-major order; a weight's stored integers (AdaRound) when it has
+// them. A bias whose value would not fit int32 is an error naming it (the planner keeps such
+// biases float).
 inline std::vector<std::int32_t> quantize_initializer(const graph::Tensor& t, const TensorQuant& q,
                                                       const std::string& name) {
   if (t.dtype() != graph::DType::float32)
@@ -44,8 +45,37 @@ inline std::vector<std::int32_t> quantize_initializer(const graph::Tensor& t, co
     });
     return out;
   }
+  if (!q.integers.empty()) {  // chosen by AdaRound
+    if (q.integers.size() != out.size())
+      quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": ", q.integers.size(),
+                             " stored integers for shape ", t.shape().to_string(), "; expected ", out.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (q.integers[i] < q.params.range.qmin || q.integers[i] > q.params.range.qmax)
+        quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": stored integer ", q.integers[i], " at index ", i,
+                               " is outside [", q.params.range.qmin, ", ", q.params.range.qmax, "]");
+    return q.integers;
+  }
   visit_rounding(q.rounding, [&](auto rounding) { ref::quantize(in, q.params, o, rounding); });
   return out;
+}
+
+// How the bias of a node with quantized input `in` and weight `w` is stored: int32, scale
+// s_in * s_w[c] (float32 product, as ONNX Runtime), zero point 0.
+inline TensorQuant bias_quant(const TensorQuant& in, const TensorQuant& w, const std::string& node,
+                              const std::string& input, const std::string& weight) {
+  TensorQuant t;
+  t.role = TensorRole::bias;
+  t.format = TensorFormat{32, true};
+  t.symmetry = SymmetryKind::symmetric;
+  t.node = node;
+  t.input = input;
+  t.weight = weight;
+  t.params.range = IntRange{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
+  t.params.granularity = w.params.size() == 1 ? Granularity::per_tensor() : Granularity::per_channel(0);
+  t.params.scale.clear();
+  for (float sw : w.params.scale) t.params.scale.push_back(in.params.scale[0] * sw);
+  t.params.zero_point.assign(t.params.scale.size(), 0);
+  return t;
 }
 
 // The float tensor the stored integers dequantize to: (q - z) * s.
