@@ -101,8 +101,8 @@ void run_compare(const CLI::App* cmd, const CompareArgs& a) {
     print_json(j);
     return;
   }
-  fmt::print("layer-wise comparison of '{}' (float) and '{}' ({}), {} samples\n", a.reference, a.compared,
-             cmp_run.describe(), samples);
+  fmt::print("layer-wise comparison on {} samples: '{}' (float) vs '{}', run as {}\n", samples, a.reference,
+             a.compared, cmp_run.describe());
   std::size_t name_w = 5, op_w = 2, shape_w = 5;
   for (const auto& r : cmp.rows) {
     name_w = std::max(name_w, std::min<std::size_t>(r.value.size(), 40));
@@ -119,9 +119,7 @@ void run_compare(const CLI::App* cmd, const CompareArgs& a) {
     if (r.error.empty())
       for (auto m : metrics) {
         const double v = r.metrics.get(m);
-        line += fmt::format("  {:>11}", m == analysis::Metric::cosine && v > 0.999999 && v < 1.0
-                                            ? fmt::format("{:.7f}", v)
-                                            : format_number(v, 6));
+        line += fmt::format("  {:>11}", m == analysis::Metric::cosine ? fmt::format("{:.7f}", v) : format_number(v, 6));
       }
     else
       line += "  " + r.error.substr(r.error.find(": ") + 2);
@@ -138,7 +136,7 @@ void run_compare(const CLI::App* cmd, const CompareArgs& a) {
   for (const auto& r : cmp.rows)
     if (r.error.empty() && (!worst || r.metrics.cosine < worst->metrics.cosine)) worst = &r;
   if (worst)
-    fmt::print("  lowest cosine: {} at '{}' ({})\n", format_number(worst->metrics.cosine, 7), worst->value, worst->op);
+    fmt::print("  lowest cosine: {:.7f} at '{}' ({})\n", worst->metrics.cosine, worst->value, worst->op);
   if (cmp_run.mode() == Mode::integer)
     for (const auto& line : integer_report_lines(cmp_run.integer_report(), parse_scale("--scale", a.exec.scale)))
       fmt::print("  {}\n", line);

@@ -3,6 +3,8 @@
 // formats). Reads the protobuf directly, so it describes any model (16-bit, 4-bit, blocked QDQ,
 // QOperator) whether or not quantkit's executor can run it.
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -51,6 +53,29 @@ std::int64_t element_count(const ::onnx::TensorProto& t) {
   return n;
 }
 
+// The first value of a zero-point initializer (int4/8/16/32, raw or typed data).
+std::int64_t first_value(const ::onnx::TensorProto& t) {
+  if (t.has_raw_data() && !t.raw_data().empty()) {
+    const auto* b = reinterpret_cast<const unsigned char*>(t.raw_data().data());
+    switch (t.data_type()) {
+      case 2: return b[0];                                           // uint8
+      case 3: return static_cast<std::int8_t>(b[0]);                 // int8
+      case 21: return b[0] & 0x0f;                                   // uint4
+      case 22: return (b[0] & 0x08) ? (b[0] & 0x0f) - 16 : (b[0] & 0x0f);  // int4
+      case 4: return b[0] | (b[1] << 8);                             // uint16
+      case 5: return static_cast<std::int16_t>(b[0] | (b[1] << 8));  // int16
+      default: {
+        std::int32_t v = 0;
+        std::memcpy(&v, b, std::min<std::size_t>(4, t.raw_data().size()));
+        return v;
+      }
+    }
+  }
+  if (t.int32_data_size()) return t.int32_data(0);
+  if (t.int64_data_size()) return t.int64_data(0);
+  return 0;
+}
+
 // All values of a small integer initializer (zero points) are zero; true when unknown layout.
 bool all_zero(const ::onnx::TensorProto& t) {
   if (t.has_raw_data()) {
@@ -74,15 +99,26 @@ struct DqInfo {
   std::int64_t block = 0;
   std::int64_t scales = 1;
   bool zero_point_zero = true;
+  std::int64_t zero_point = 0;  // the first one
+  bool is_signed() const { return type.compare(0, 3, "int") == 0; }
+  // Symmetric: a signed format with zero points 0.
+  bool symmetric() const { return is_signed() && zero_point_zero; }
+  // Weights: "int8 per-channel(axis 0, 16 scales) symmetric".
   std::string describe() const {
     std::string s = type + " " + granularity;
     if (granularity == "per-channel") s += fmt::format("(axis {}, {} scales)", axis, scales);
     if (granularity == "per-group") s += fmt::format("(axis {}, block {})", axis, block);
-    s += zero_point_zero ? " symmetric" : " affine";
+    s += symmetric() ? " symmetric" : " affine";
     return s;
   }
+  // Activations: "uint8 zp 0", "int8 symmetric".
+  std::string activation() const {
+    if (granularity != "per-tensor") return type + " " + granularity;
+    return symmetric() ? type + " symmetric" : fmt::format("{} zp {}", type, zero_point);
+  }
   Json json() const {
-    Json j = {{"type", type}, {"granularity", granularity}, {"symmetric", zero_point_zero}};
+    Json j = {{"type", type}, {"granularity", granularity}, {"symmetric", symmetric()}};
+    if (granularity == "per-tensor") j["zero_point"] = zero_point;
     if (granularity != "per-tensor") j["axis"] = axis;
     if (granularity == "per-channel") j["scales"] = scales;
     if (granularity == "per-group") j["block_size"] = block;
@@ -144,7 +180,10 @@ void run_info(const InfoArgs& a) {
     d.axis = axis;
     d.block = block;
     d.granularity = block > 0 ? "per-group" : (d.scales > 1 ? "per-channel" : "per-tensor");
-    if (n.input_size() > 2 && inits.count(n.input(2))) d.zero_point_zero = all_zero(*inits.at(n.input(2)));
+    if (n.input_size() > 2 && inits.count(n.input(2))) {
+      d.zero_point_zero = all_zero(*inits.at(n.input(2)));
+      d.zero_point = first_value(*inits.at(n.input(2)));
+    }
     dq[n.output(0)] = d;
   }
   static const std::set<std::string> qdq_ops = {"QuantizeLinear", "DequantizeLinear", "Constant"};
@@ -167,9 +206,23 @@ void run_info(const InfoArgs& a) {
     }
     Json weights = Json(), bias = Json(), ins = Json::array(), outs = Json::array();
     std::string wtext, itext, otext;
-    for (const auto& in : n.input()) {
+    std::vector<std::string> float_parts;  // why the node does not run quantized
+    const bool weighted = n.op_type() == "Conv" || n.op_type() == "Gemm" || n.op_type() == "MatMul";
+    for (int k = 0; k < n.input_size(); ++k) {
+      const std::string& in = n.input(k);
+      if (in.empty()) continue;
       auto d = dq.find(in);
-      if (d == dq.end()) continue;
+      if (d == dq.end()) {
+        auto init = inits.find(in);
+        if (init != inits.end()) {
+          if (weighted && k == 1 && init->second->data_type() == 1) float_parts.push_back("float weights '" + in + "'");
+          continue;  // bias, shapes, axes, bounds
+        }
+        auto p = producer.find(in);
+        if (p != producer.end() && p->second->op_type() == "Constant") continue;
+        float_parts.push_back("float input '" + in + "'");
+        continue;
+      }
       if (d->second.initializer && d->second.type == "int32") {
         bias = d->second.json();
       } else if (d->second.initializer) {
@@ -177,23 +230,40 @@ void run_info(const InfoArgs& a) {
         wtext = d->second.describe();
       } else {
         ins.push_back({{"value", in}, {"format", d->second.json()}});
-        itext += (itext.empty() ? "" : ", ") + d->second.type + (d->second.zero_point_zero ? " sym" : "");
+        itext += (itext.empty() ? "" : ", ") + d->second.activation();
       }
     }
     for (const auto& o : n.output()) {
+      if (o.empty()) continue;
       auto c = consumers.find(o);
+      bool to_quantize = false;
+      if (c != consumers.end())
+        for (const auto* q : c->second) to_quantize = to_quantize || (q->op_type() == "QuantizeLinear" && q->input(0) == o);
+      if (!to_quantize) float_parts.push_back("float output '" + o + "'");
       if (c == consumers.end()) continue;
       for (const auto* q : c->second)
         if (q->op_type() == "QuantizeLinear" && q->input(0) == o) {
-          const std::string t = type_of_zero_point(*q, "uint8");
-          outs.push_back({{"value", o}, {"type", t}});
-          otext += (otext.empty() ? "" : ", ") + t;
+          DqInfo d;
+          d.type = type_of_zero_point(*q, "uint8");
+          if (q->input_size() > 2 && inits.count(q->input(2))) {
+            d.zero_point_zero = all_zero(*inits.at(q->input(2)));
+            d.zero_point = first_value(*inits.at(q->input(2)));
+          }
+          auto s = q->input_size() > 1 ? inits.find(q->input(1)) : inits.end();
+          d.scales = s != inits.end() ? element_count(*s->second) : 1;
+          d.granularity = d.scales > 1 ? "per-channel" : "per-tensor";
+          outs.push_back({{"value", o}, {"format", d.json()}});
+          otext += (otext.empty() ? "" : ", ") + d.activation();
           break;
         }
     }
-    if (weights.is_null() && ins.empty() && outs.empty()) {
-      floats.push_back({{"node", node_label(n)}, {"op", n.op_type()}});
-      float_names.push_back(node_label(n) + " (" + n.op_type() + ")");
+    if (!float_parts.empty() || (weights.is_null() && ins.empty() && outs.empty())) {
+      std::string why;
+      if (weights.is_null() && ins.empty() && outs.empty()) why = "no QuantizeLinear/DequantizeLinear around it";
+      for (const auto& f : float_parts)
+        if (why.empty() || why[0] != 'n') why += (why.empty() ? "" : ", ") + f;
+      floats.push_back({{"node", node_label(n)}, {"op", n.op_type()}, {"reason", why}});
+      float_names.push_back(node_label(n) + " (" + n.op_type() + "): " + why);
       continue;
     }
     Json q = {{"node", node_label(n)}, {"op", n.op_type()}, {"format", "qdq"}, {"inputs", ins}, {"outputs", outs}};
@@ -255,11 +325,7 @@ void run_info(const InfoArgs& a) {
   };
   print_row(head);
   for (const auto& row : table) print_row(row);
-  if (!float_names.empty()) {
-    std::string s;
-    for (const auto& f : float_names) s += (s.empty() ? "" : ", ") + f;
-    fmt::print("  float: {}\n", s);
-  }
+  for (const auto& f : float_names) fmt::print("  float: {}\n", f);
 }
 
 }  // namespace

@@ -349,6 +349,9 @@ TensorMap read_inputs(const std::string& option, const std::vector<std::string>&
     if (eq != std::string::npos && model.is_input(spec.substr(0, eq))) {
       name = spec.substr(0, eq);
       file = spec.substr(eq + 1);
+    } else if (eq != std::string::npos && eq > 0 && !fs::exists(spec)) {
+      usage_fail(option, " ", spec, ": model '", model.source, "' has no input '", spec.substr(0, eq),
+                 "'; its inputs: ", input_names(model));
     } else if (model.inputs.size() == 1) {
       name = model.inputs[0].name;
     } else {

@@ -96,7 +96,7 @@ struct SimilaritySums {
     const double inf = std::numeric_limits<double>::infinity();
     if (xx == 0.0 && yy == 0.0) s.cosine = 1.0;
     else if (xx == 0.0 || yy == 0.0) s.cosine = 0.0;
-    else s.cosine = std::clamp(xy / (std::sqrt(xx) * std::sqrt(yy)), -1.0, 1.0);
+    else s.cosine = std::clamp(xy / std::sqrt(xx * yy), -1.0, 1.0);  // exactly 1 for x == y: sqrt(a*a) == a
     s.mse = dd / static_cast<double>(n);
     if (max_abs_x == 0.0) s.mre = dd == 0.0 ? 0.0 : inf;
     else s.mre = rel / static_cast<double>(n);
