@@ -1,6 +1,8 @@
 // Whole-model calibration for `quantize` (and run/eval/compare on a float model with --calib):
 // GraphCalibrator with the observer --observer names, fed the calibration .npy in batches.
+#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -49,6 +51,36 @@ ptq::QuantizedModel calibrate_model(const graph::Graph& model, const QuantOption
     qm.observer = spec.text;
     return qm;
   });
+}
+
+namespace {
+template <class O, class = void>
+struct has_explain : std::false_type {};
+template <class O>
+struct has_explain<O, std::void_t<decltype(std::declval<const O&>().explain(QuantTarget{}))>> : std::true_type {};
+}  // namespace
+
+TensorCalibration observe_tensor(const graph::Tensor& t, const ObserverSpec& spec, Granularity granularity,
+                                 const QuantTarget& target, std::int64_t batch) {
+  TensorCalibration out;
+  with_observer(spec, [&](auto tag, auto options) {
+    using Observer = typename decltype(tag)::type;
+    Observer obs(ObserverConfig{granularity, NonFiniteKind::reject, t.name()}, options);
+    const std::int64_t rows = t.rank() > 0 ? t.dim(0) : 1;
+    for (std::int64_t start = 0; start < rows; start += batch) {
+      const graph::Tensor b = t.rank() > 0 ? slice_rows(t, start, std::min(batch, rows - start)) : t;
+      obs.observe(b.view<float>());
+    }
+    if constexpr (has_explain<Observer>::value) {
+      for (const auto& c : obs.explain(target)) {
+        out.ranges.push_back(c.range);
+        out.methods.push_back(c.method);
+      }
+    } else {
+      out.ranges = obs.ranges(target);
+    }
+  });
+  return out;
 }
 
 }  // namespace cli

@@ -17,13 +17,11 @@
 
 #include "quantkit/error.hpp"
 #include "quantkit/graph/graph.hpp"
+#include "quantkit/observer/observer.hpp"
 #include "quantkit/ptq/config.hpp"
 
 namespace CLI {
 class App;
-}
-namespace quantkit {
-struct IntegerNodeInfo;
 }
 
 namespace quantkit {
@@ -113,6 +111,16 @@ Runner make_runner(const CLI::App* cmd, const graph::Graph& model, const ExecOpt
 // Fails (usage) when an output path's folder does not exist or is not writable, before any work.
 void check_writable(const std::string& option, const std::string& path);
 
+// The ranges one observer picks for one tensor (calibrate_model.cpp, where the observers are
+// compiled once): batches of `batch` rows along axis 0; `methods` (per slot) for the observers
+// that choose a method (percentile, kl, mse, auto).
+struct TensorCalibration {
+  std::vector<Range> ranges;
+  std::vector<std::string> methods;
+};
+TensorCalibration observe_tensor(const graph::Tensor& t, const ObserverSpec& spec, Granularity granularity,
+                                 const QuantTarget& target, std::int64_t batch);
+
 // Loads the calibration data, runs the calibrator with the chosen observer (progress bar on
 // stderr when it is a terminal or with --progress) and returns the calibrated model
 // (calibrate_model.cpp).
@@ -147,6 +155,23 @@ bool is_quantized(const graph::Graph& g);
 // Serializes a calibrated model as QDQ ONNX and reads it back as read_model would (for the
 // integer mode on a float model calibrated in memory).
 graph::Graph qdq_graph(const ptq::QuantizedModel& qm);
+// onnx::save_qdq (atomic write, libonnx's checker where it knows the opset), summarized.
+struct QdqSummary {
+  std::int64_t opset = 0;
+  std::size_t activation_pairs = 0;
+  std::size_t quantized_initializers = 0;
+  bool checked = false;
+  std::string check_note;
+};
+QdqSummary write_qdq(const ptq::QuantizedModel& qm, const std::string& path);
+
+// What the integer mode did with one compute node (quantkit::IntegerNodeInfo).
+struct NodeReport {
+  std::string node;
+  std::string op;
+  bool integer = false;
+  std::string detail;  // the integer op, or why it stayed float
+};
 
 // ---------------------------------------------------------------------------------------------
 // Execution (execute.cpp): float, fake-quant or integer-only.
@@ -164,7 +189,7 @@ class Runner {
   const graph::Graph& graph() const;  // the graph executed (after the mode's rewriting)
   Mode mode() const;
   // Integer mode: what happened to every compute node.
-  const std::vector<IntegerNodeInfo>& integer_report() const;
+  const std::vector<NodeReport>& integer_report() const;
   std::string describe() const;  // "float", "fake-quant (QDQ model)", "integer (fixed-point)"
 
   struct Impl;  // defined in execute.cpp
@@ -172,9 +197,9 @@ class Runner {
  private:
   std::unique_ptr<Impl> impl_;
 };
-Json integer_report_json(const std::vector<IntegerNodeInfo>& report);
+Json integer_report_json(const std::vector<NodeReport>& report);
 // Text lines: "integer mode (fixed-point): 9 of 11 compute nodes in integers" and the others.
-std::vector<std::string> integer_report_lines(const std::vector<IntegerNodeInfo>& report, ScaleKind scale);
+std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale);
 
 // What --scale means for a QDQ file: for every layer the integer mode would requantize, the
 // multipliers s_in * s_w / s_out (s_in / s_out, Add's three) expressed in the scheme: the

@@ -1,14 +1,12 @@
 // quantkit calibrate X.npy --observer OBS --bits B [--signed] [--symmetric] [--axis A]: the
 // range, scale(s) and zero point(s) one observer picks for one tensor.
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "observers.hpp"
 #include "quantkit/params.hpp"
 
 namespace quantkit {
@@ -27,11 +25,6 @@ struct CalibrateArgs {
   std::string batch;
   bool json = false;
 };
-
-template <class O, class = void>
-struct has_explain : std::false_type {};
-template <class O>
-struct has_explain<O, std::void_t<decltype(std::declval<const O&>().explain(QuantTarget{}))>> : std::true_type {};
 
 ConventionKind parse_convention(const std::string& s) {
   if (s == "pytorch") return ConventionKind::pytorch;
@@ -70,24 +63,11 @@ void run_calibrate(const CalibrateArgs& a) {
   target.convention = convention;
   target.rounding = RoundingMode::half_even;
 
-  std::vector<Range> ranges;
-  std::vector<std::string> methods;
-  with_observer(spec, [&](auto tag, auto options) {
-    using Observer = typename decltype(tag)::type;
-    Observer obs(ObserverConfig{granularity, NonFiniteKind::reject, a.file}, options);
-    for (std::int64_t start = 0; start < rows; start += batch) {
-      const graph::Tensor b = t.rank() > 0 ? slice_rows(t, start, std::min(batch, rows - start)) : t;
-      obs.observe(b.view<float>());
-    }
-    if constexpr (has_explain<Observer>::value) {
-      for (const auto& c : obs.explain(target)) {
-        ranges.push_back(c.range);
-        methods.push_back(c.method);
-      }
-    } else {
-      ranges = obs.ranges(target);
-    }
-  });
+  graph::Tensor data = t;
+  data.set_name(a.file);
+  const TensorCalibration cal = observe_tensor(data, spec, granularity, target, batch);
+  const std::vector<Range>& ranges = cal.ranges;
+  const std::vector<std::string>& methods = cal.methods;
   const QuantParams p = compute_qparams(ranges, granularity, target.range, target.symmetry, convention, a.file);
 
   const std::string fmt_name = fmt::format("{}{}", a.is_signed ? "int" : "uint", bits);

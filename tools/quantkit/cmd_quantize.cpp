@@ -17,9 +17,6 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
-#include "quantkit/executor/integer/mode.hpp"
-#include "quantkit/onnx.hpp"
-#include "quantkit/onnx/export_qdq.hpp"
 
 namespace quantkit {
 namespace cli {
@@ -54,13 +51,13 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   (void)cmd;
   std::int64_t samples = 0;
   const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
-  const onnx::QdqReport rep = onnx::save_qdq(qm, a.output);
+  const QdqSummary rep = write_qdq(qm, a.output);
   const std::vector<LayerScale> layers = check_scale(qm, scale);
 
   // The integer mode on the written file (8-bit activations; 16-bit cannot be read back).
   bool int_checked = false;
   std::string int_note;
-  std::vector<IntegerNodeInfo> int_report;
+  std::vector<NodeReport> int_report;
   try {
     const Runner r(read_model(a.output), nullptr, Mode::integer, scale);
     int_report = r.integer_report();

@@ -22,7 +22,7 @@ struct Runner::Impl {
   virtual const graph::Graph& graph() const = 0;
   Mode mode = Mode::float_;
   std::string description;
-  std::vector<IntegerNodeInfo> report;
+  std::vector<NodeReport> report;
 };
 
 namespace {
@@ -85,7 +85,7 @@ Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mo
       with_scheme(scale, [&](auto scheme) {
         using M = IntegerModeT<decltype(scheme)>;
         auto impl = std::make_unique<ExecutorImpl<M>>(std::move(g), M{});
-        impl->report = impl->executor.mode().report();
+        for (const auto& r : impl->executor.mode().report()) impl->report.push_back({r.node, r.op_type, r.integer, r.detail});
         impl_ = std::move(impl);
       });
       impl_->description = std::string("integer (") + to_string(scale) + " requantization" +
@@ -106,24 +106,24 @@ TensorMap Runner::run(const TensorMap& inputs, bool keep_intermediates) const {
 }
 const graph::Graph& Runner::graph() const { return impl_->graph(); }
 Mode Runner::mode() const { return impl_->mode; }
-const std::vector<IntegerNodeInfo>& Runner::integer_report() const { return impl_->report; }
+const std::vector<NodeReport>& Runner::integer_report() const { return impl_->report; }
 std::string Runner::describe() const { return impl_->description; }
 
-Json integer_report_json(const std::vector<IntegerNodeInfo>& report) {
+Json integer_report_json(const std::vector<NodeReport>& report) {
   Json a = Json::array();
   for (const auto& r : report)
-    a.push_back({{"node", r.node}, {"op", r.op_type}, {"integer", r.integer}, {"detail", r.detail}});
+    a.push_back({{"node", r.node}, {"op", r.op}, {"integer", r.integer}, {"detail", r.detail}});
   return a;
 }
 
-std::vector<std::string> integer_report_lines(const std::vector<IntegerNodeInfo>& report, ScaleKind scale) {
+std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale) {
   std::size_t n = 0;
   for (const auto& r : report) n += r.integer;
   std::vector<std::string> lines;
   lines.push_back(fmt::format("integer mode ({}): {} of {} compute nodes run in integers", to_string(scale), n,
                               report.size()));
   for (const auto& r : report)
-    if (!r.integer) lines.push_back(fmt::format("  float: {} ({}): {}", r.node, r.op_type, r.detail));
+    if (!r.integer) lines.push_back(fmt::format("  float: {} ({}): {}", r.node, r.op, r.detail));
   return lines;
 }
 

@@ -167,6 +167,11 @@ bool is_quantized(const graph::Graph& g) {
   return false;
 }
 
+QdqSummary write_qdq(const ptq::QuantizedModel& qm, const std::string& path) {
+  const quantkit::onnx::QdqReport r = quantkit::onnx::save_qdq(qm, path);
+  return {r.opset, r.activation_pairs, r.quantized_initializers, r.checked, r.check_note};
+}
+
 graph::Graph qdq_graph(const ptq::QuantizedModel& qm) {
   quantkit::onnx::QdqOptions opt;
   opt.check = false;
