@@ -198,8 +198,11 @@ class Runner {
   std::unique_ptr<Impl> impl_;
 };
 Json integer_report_json(const std::vector<NodeReport>& report);
-// Text lines: "integer mode (fixed-point): 9 of 11 compute nodes in integers" and the others.
-std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale);
+// Text lines: "integer mode (fixed-point): 9 of 11 compute nodes in integers" and the others;
+// `brief_scale_reasons`: "a multiplier the scheme cannot express" without the details (printed
+// in quantize's requantization table).
+std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale,
+                                              bool brief_scale_reasons = false);
 
 // What --scale means for a QDQ file: for every layer the integer mode would requantize, the
 // multipliers s_in * s_w / s_out (s_in / s_out, Add's three) expressed in the scheme: the

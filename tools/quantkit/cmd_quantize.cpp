@@ -48,7 +48,6 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   if (is_quantized(model))
     quantkit::detail::fail("model '", a.input, "' is already quantized (it has QuantizeLinear/DequantizeLinear or "
                            "QLinear ops); expected a float model");
-  (void)cmd;
   std::int64_t samples = 0;
   const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
   const QdqSummary rep = write_qdq(qm, a.output);
@@ -136,22 +135,29 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
              qm.graph.nodes.size(), activations, weights, biases);
   fmt::print("  opset {}, {} QuantizeLinear/DequantizeLinear pairs, {} quantized initializers; libonnx checker: {}\n",
              rep.opset, rep.activation_pairs, rep.quantized_initializers, rep.checked ? "passed" : rep.check_note);
-  fmt::print("  requantization ({}), per layer (multiplier range, max relative error of the scheme):\n",
-             to_string(scale));
-  for (const auto& l : layers) {
-    if (l.error.empty())
-      fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  {}\n", l.node, l.op, l.multipliers,
-                 format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4),
-                 format_number(l.max_relative_error, 3));
-    else
-      fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  cannot express: {}\n", l.node, l.op, l.multipliers,
-                 format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4), l.error);
+  // Per layer when asked for (--scale given) or when a layer cannot be expressed; else one line.
+  if (cmd->count("--scale") || inexpressible) {
+    fmt::print("  requantization ({}), per layer (multiplier range, max relative error of the scheme):\n",
+               to_string(scale));
+    for (const auto& l : layers) {
+      if (l.error.empty())
+        fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  {}\n", l.node, l.op, l.multipliers,
+                   format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4),
+                   format_number(l.max_relative_error, 3));
+      else
+        fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  cannot express: {}\n", l.node, l.op, l.multipliers,
+                   format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4), l.error);
+    }
+    if (inexpressible)
+      fmt::print("  {} layer(s) stay float in --mode int --scale {} (a multiplier the scheme cannot express)\n",
+                 inexpressible, to_string(scale));
+  } else if (worst) {
+    fmt::print("  requantization ({}): {} layers, every multiplier expressible, largest relative error {} ({})\n",
+               to_string(scale), layers.size(), format_number(worst->max_relative_error, 3), worst->node);
   }
-  if (inexpressible)
-    fmt::print("  {} layer(s) stay float in --mode int --scale {} (a multiplier the scheme cannot express)\n",
-               inexpressible, to_string(scale));
   if (int_checked) {
-    for (const auto& line : integer_report_lines(int_report, scale)) fmt::print("  {}\n", line);
+    const bool table = cmd->count("--scale") || inexpressible;
+    for (const auto& line : integer_report_lines(int_report, scale, table)) fmt::print("  {}\n", line);
   } else {
     fmt::print("  integer mode: not checked: {}\n", int_note.substr(int_note.find(": ") + 2));
   }

@@ -39,6 +39,12 @@ Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mo
       break;
     case Mode::integer: {
       if (!quantized && !qm) need_calibration("int");
+      if (!quantized)
+        for (const auto& kv : qm->tensors)
+          if (kv.second.format.bits == 16)
+            usage_fail("--mode int: tensor '", kv.first, "' is ", kv.second.format.name(),
+                       "; the integer mode runs 8-bit activations and 4- or 8-bit weights (expected --act-bits 8 "
+                       "and --weight-bits 4 or 8 without --int16; --mode fake runs 16-bit)");
       impl_ = make_integer_runner(quantized ? model : qdq_graph(*qm), scale);
       impl_->description = std::string("integer (") + to_string(scale) + " requantization" +
                            (quantized ? "" : ", calibrated in memory") + ")";
@@ -68,14 +74,20 @@ Json integer_report_json(const std::vector<NodeReport>& report) {
   return a;
 }
 
-std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale) {
+std::vector<std::string> integer_report_lines(const std::vector<NodeReport>& report, ScaleKind scale,
+                                              bool brief_scale_reasons) {
   std::size_t n = 0;
   for (const auto& r : report) n += r.integer;
   std::vector<std::string> lines;
   lines.push_back(fmt::format("integer mode ({}): {} of {} compute nodes run in integers", to_string(scale), n,
                               report.size()));
   for (const auto& r : report)
-    if (!r.integer) lines.push_back(fmt::format("  float: {} ({}): {}", r.node, r.op, r.detail));
+    if (!r.integer) {
+      const bool scale_reason = r.detail.rfind("the scheme cannot express a multiplier", 0) == 0;
+      lines.push_back(fmt::format("  float: {} ({}): {}", r.node, r.op,
+                                  brief_scale_reasons && scale_reason ? "a multiplier the scheme cannot express"
+                                                                      : r.detail));
+    }
   return lines;
 }
 

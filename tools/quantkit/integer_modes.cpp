@@ -41,7 +41,11 @@ std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scal
   return with_scheme(scale, [&](auto scheme) -> std::unique_ptr<Runner::Impl> {
     using M = IntegerModeT<decltype(scheme)>;
     auto impl = std::make_unique<ExecutorImpl<M>>(std::move(g), M{});
-    for (const auto& r : impl->executor.mode().report()) impl->report.push_back({r.node, r.op_type, r.integer, r.detail});
+    for (const auto& r : impl->executor.mode().report()) {
+      std::string detail = r.detail;  // a scheme's error quoted inside: drop its "quantkit: "
+      for (std::size_t k; (k = detail.find("quantkit: ")) != std::string::npos;) detail.erase(k, 10);
+      impl->report.push_back({r.node, r.op_type, r.integer, detail});
+    }
     return impl;
   });
 }
@@ -101,7 +105,10 @@ std::vector<LayerScale> check_scale_with(const ptq::QuantizedModel& qm) {
         const auto c = Scheme::make(v, key);
         l.max_relative_error = std::max(l.max_relative_error, std::fabs(Scheme::approximation(c) - v) / v);
       } catch (const Error& e) {
+        // "layer 'X': requantization multiplier ..." -> the part after the layer (the row names it).
         l.error = without_prefix(e.what());
+        const std::string layer = "layer '" + key + "': ";
+        if (l.error.compare(0, layer.size(), layer) == 0) l.error = l.error.substr(layer.size());
         break;
       }
     }

@@ -200,8 +200,15 @@ def case_quantize(c):
               c.demo_file("digits_calib.npy"), "--batch", "100")
     check(p.stderr == "", f"stderr without a terminal: {p.stderr!r}")
     for text in ("quantized '", "14 of 14 nodes quantized", "opset 13", "libonnx checker: passed",
-                 "requantization (fixed-point)", "/fc2/Gemm", "integer mode (fixed-point): 14 of 14"):
+                 "requantization (fixed-point): 12 layers, every multiplier expressible",
+                 "integer mode (fixed-point): 14 of 14"):
         check(text in p.stdout, f"summary lacks {text!r}:\n{p.stdout}")
+    check("/fc2/Gemm" not in p.stdout, "per-layer table without --scale")
+    p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("t.onnx"), "--calib",
+              c.demo_file("digits_calib.npy"), "--scale", "pow2")
+    for text in ("requantization (pow2), per layer", "/fc2/Gemm", "cannot express: requantization multiplier",
+                 "layer(s) stay float in --mode int --scale pow2", "float: /Relu (Relu): a multiplier the scheme cannot express"):
+        check(text in p.stdout, f"pow2 summary lacks {text!r}:\n{p.stdout}")
     p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("t.onnx"), "--calib",
               c.demo_file("digits_calib.npy"), "--batch", "100", "--progress")
     check("calibrating [" in p.stderr and "3/3" in p.stderr and p.stderr.endswith("\n"), f"progress: {p.stderr!r}")
@@ -422,6 +429,8 @@ def case_errors(c):
         (["calibrate", calib, "--observer", "percentile"], 2, ["expected percentile:P"]),
         (["compare", model, model, "--input", x, "--metric", "cos"], 2, ["--metric: unknown metric 'cos'"]),
         (["eval", model, "--input", x, "--labels", x], 1, ["--labels", "float32"]),
+        (["eval", model, "--input", x, "--labels", c.demo_file("digits_test_y.npy"), "--mode", "int", "--calib", calib,
+          "--act-bits", "16"], 2, ["--mode int: tensor '", "is uint16", "--mode fake runs 16-bit"]),
     ]
     # A 16-bit model cannot be run: the error names the tensor.
     c.quantize("w16.onnx", "--weight-bits", "16", "--act-bits", "16")
