@@ -160,10 +160,14 @@ void add_compare(CLI::App& app) {
       ->allow_extra_args(false);
   cmd->add_option("--metric", args->metrics, "metrics to print: cosine, mse, mre, sqnr, chebyshev (default: all)")
       ->type_name("M,...")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--samples", args->samples, "compare on the first N samples only (every value is kept in memory)")
       ->type_name("N");
   add_exec_options(cmd, args->exec, "fake");
+  cmd->get_option("--mode")->description(
+      "how QUANT.onnx runs: fake (its Q/DQ pairs in float; a float model with --calib: calibrated in memory) or "
+      "int (the integer mode: only the values it still computes in float, e.g. outputs, are compared)");
   cmd->add_flag("--json", args->json, "print the table as JSON");
   cmd->callback([cmd, args] { run_compare(cmd, *args); });
 }

@@ -96,13 +96,11 @@ void run_eval(const CLI::App* cmd, const EvalArgs& a) {
     usage_fail("--output ", output, ": model '", a.model, "' has no output of that name; expected one of ", names);
   }
   const graph::Tensor labels_t = read_npy(a.labels);
+  if (labels_t.dtype() == graph::DType::float32)
+    quantkit::detail::fail("--labels: file '", a.labels, "' holds float32; expected integer class indices "
+                           "(int64, int32, uint8 or int8)");
   std::vector<std::int64_t> labels;
-  for (std::int64_t i = 0; i < labels_t.size(); ++i) {
-    if (labels_t.dtype() == graph::DType::float32)
-      quantkit::detail::fail("--labels: file '", a.labels, "' holds float32; expected integer class indices "
-                             "(int64, int32, uint8 or int8)");
-    labels.push_back(labels_t.as_int64(i));
-  }
+  for (std::int64_t i = 0; i < labels_t.size(); ++i) labels.push_back(labels_t.as_int64(i));
   const std::int64_t n = inputs.begin()->second.rank() > 0 ? inputs.begin()->second.dim(0) : 1;
   const bool label_shape_ok = (labels_t.rank() == 1 || (labels_t.rank() == 2 && labels_t.dim(1) == 1)) &&
                               labels_t.rank() >= 1 && labels_t.dim(0) == n;

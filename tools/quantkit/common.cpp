@@ -183,10 +183,12 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
       ->capture_default_str();
   cmd->add_option("--keep-float", o.keep_float, "nodes left in float (comma-separated names; quantkit info lists them)")
       ->type_name("NODE,...")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--int16", o.int16, "nodes with 16-bit activations around them (A16W8)")
       ->type_name("NODE,...")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   cmd->add_option("--batch", o.batch, "calibration batch size (samples per executor run)")
       ->type_name("N")
       ->capture_default_str();
@@ -419,6 +421,8 @@ std::vector<std::pair<std::string, std::string>> write_outputs(const std::string
     const std::size_t eq = spec.find('=');
     if (eq != std::string::npos && outputs.count(spec.substr(0, eq))) {
       plan.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
+    } else if (eq != std::string::npos && eq > 0 && spec.find('/') > eq) {
+      usage_fail(option, " ", spec, ": the model has no output '", spec.substr(0, eq), "'; its outputs: ", names());
     } else if (!spec.empty() && (spec.back() == '/' || fs::is_directory(spec))) {
       std::error_code ec;
       fs::create_directories(spec, ec);

@@ -429,6 +429,10 @@ def case_errors(c):
         (["calibrate", calib, "--observer", "percentile"], 2, ["expected percentile:P"]),
         (["compare", model, model, "--input", x, "--metric", "cos"], 2, ["--metric: unknown metric 'cos'"]),
         (["eval", model, "--input", x, "--labels", x], 1, ["--labels", "float32"]),
+        (["run", model, "--input", x, "-o", f"probs={c.tmp_file('y.npy')}"], 2,
+         ["has no output 'probs'", "its outputs: 'logits'"]),
+        (["quantize", "--keep-float", "/conv1/Conv", model, "-o", out, "--calib", calib, "--int16", "/conv1/Conv"], 2,
+         ["--keep-float and --int16 both name node '/conv1/Conv'"]),
         (["eval", model, "--input", x, "--labels", c.demo_file("digits_test_y.npy"), "--mode", "int", "--calib", calib,
           "--act-bits", "16"], 2, ["--mode int: tensor '", "is uint16", "--mode fake runs 16-bit"]),
     ]
