@@ -63,6 +63,7 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     int_checked = true;
   } catch (const Error& e) {
     int_note = e.what();
+    if (int_note.compare(0, 10, "quantkit: ") == 0) int_note = int_note.substr(10);
   }
 
   std::size_t activations = 0, weights = 0, biases = 0;
@@ -159,7 +160,7 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     const bool table = cmd->count("--scale") || inexpressible;
     for (const auto& line : integer_report_lines(int_report, scale, table)) fmt::print("  {}\n", line);
   } else {
-    fmt::print("  integer mode: not checked: {}\n", int_note.substr(int_note.find(": ") + 2));
+    fmt::print("  integer mode: not checked: {}\n", int_note);
   }
   if (!qm.notes.empty()) {
     fmt::print("  notes:\n");
