@@ -65,8 +65,8 @@ struct ObserverSpec {
 // minmax | moving-average[:C] | percentile:P | histogram | mse | kl | auto
 ObserverSpec parse_observer(const std::string& option, const std::string& text);
 
-enum class ScaleKind { float_multiplier, pow2, fixed_point, fixed_point_single, single_shift, double_shift };
-// float | pow2 | fixed-point | fixed-point-single | single-shift | double-shift
+enum class ScaleKind { float_multiplier, pow2, fixed_point, single_shift, double_shift };
+// float | pow2 | fixed-point | single-shift | double-shift
 ScaleKind parse_scale(const std::string& option, const std::string& text);
 const char* to_string(ScaleKind s);
 

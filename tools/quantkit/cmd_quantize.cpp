@@ -179,7 +179,7 @@ void add_quantize(CLI::App& app) {
   cmd->get_option("--calib")->required();
   cmd->add_option("--scale", args->scale,
                   "the integer requantization the model is meant for (quantkit run --mode int --scale S): float, "
-                  "pow2, fixed-point, fixed-point-single, single-shift or double-shift; reported per layer, the "
+                  "pow2, fixed-point, single-shift or double-shift; reported per layer, the "
                   "file is the same")
       ->type_name("S")
       ->capture_default_str();

@@ -112,12 +112,10 @@ ScaleKind parse_scale(const std::string& option, const std::string& text) {
   if (text == "float") return ScaleKind::float_multiplier;
   if (text == "pow2") return ScaleKind::pow2;
   if (text == "fixed-point") return ScaleKind::fixed_point;
-  if (text == "fixed-point-single") return ScaleKind::fixed_point_single;
   if (text == "single-shift") return ScaleKind::single_shift;
   if (text == "double-shift") return ScaleKind::double_shift;
   usage_fail(option, " '", text,
-             "': unknown requantization scheme; expected float, pow2, fixed-point, fixed-point-single, "
-             "single-shift or double-shift");
+             "': unknown requantization scheme; expected float, pow2, fixed-point, single-shift or double-shift");
 }
 
 const char* to_string(ScaleKind s) {
@@ -125,7 +123,6 @@ const char* to_string(ScaleKind s) {
     case ScaleKind::float_multiplier: return "float";
     case ScaleKind::pow2: return "pow2";
     case ScaleKind::fixed_point: return "fixed-point";
-    case ScaleKind::fixed_point_single: return "fixed-point-single";
     case ScaleKind::single_shift: return "single-shift";
     case ScaleKind::double_shift: return "double-shift";
   }
@@ -278,8 +275,8 @@ void add_exec_options(CLI::App* cmd, ExecOptions& o, const std::string& default_
       ->type_name("MODE")
       ->capture_default_str();
   cmd->add_option("--scale", o.scale,
-                  "--mode int requantization: float, pow2, fixed-point (gemmlowp), fixed-point-single (TFLite "
-                  "single rounding), single-shift or double-shift (N2D2)")
+                  "--mode int requantization: float (ONNX Runtime's QLinear ops), pow2, fixed-point (gemmlowp), "
+                  "single-shift or double-shift (N2D2)")
       ->type_name("S")
       ->capture_default_str();
   add_quant_options(cmd, o.quant);

@@ -1,6 +1,7 @@
-// The integer mode with each requantization scheme (IntegerModeT<Scheme>), and what --scale
-// reports for a calibrated model: the heaviest templates of the tool, in their own translation
-// unit.
+// The integer mode with the float, power-of-two and fixed-point requantization schemes
+// (IntegerModeT<Scheme>; the shift schemes are in integer_shift_modes.cpp, so the heaviest
+// templates of the tool compile in two translation units in parallel), and what --scale reports
+// for a calibrated model.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,23 +9,22 @@
 #include <vector>
 
 #include "cli.hpp"
-#include "quantkit/executor/integer/mode.hpp"
+#include "integer_runner.hpp"
 #include "quantkit/ptq/config.hpp"
-#include "runner_impl.hpp"
 
 namespace quantkit {
 namespace cli {
 
 namespace {
 
-// Calls f(Scheme{}) with the requantization policy `s` names.
+// Calls f(Scheme{}) with the requantization policy `s` names (check_scale only needs the
+// policies' constants, not the integer ops).
 template <class F>
 decltype(auto) with_scheme(ScaleKind s, F&& f) {
   switch (s) {
     case ScaleKind::float_multiplier: return f(FloatMultiplier<RoundHalfEven>{});
     case ScaleKind::pow2: return f(PowerOfTwo<RoundHalfAway>{});
     case ScaleKind::fixed_point: return f(FixedPointDoubleRounding{});
-    case ScaleKind::fixed_point_single: return f(FixedPointSingleRounding{});
     case ScaleKind::single_shift: return f(SingleShift{});
     case ScaleKind::double_shift: return f(DoubleShift{});
   }
@@ -38,16 +38,14 @@ std::string without_prefix(const std::string& what) {
 }  // namespace
 
 std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scale) {
-  return with_scheme(scale, [&](auto scheme) -> std::unique_ptr<Runner::Impl> {
-    using M = IntegerModeT<decltype(scheme)>;
-    auto impl = std::make_unique<ExecutorImpl<M>>(std::move(g), M{});
-    for (const auto& r : impl->executor.mode().report()) {
-      std::string detail = r.detail;  // a scheme's error quoted inside: drop its "quantkit: "
-      for (std::size_t k; (k = detail.find("quantkit: ")) != std::string::npos;) detail.erase(k, 10);
-      impl->report.push_back({r.node, r.op_type, r.integer, detail});
-    }
-    return impl;
-  });
+  switch (scale) {
+    case ScaleKind::float_multiplier: return integer_runner<FloatMultiplier<RoundHalfEven>>(std::move(g));
+    case ScaleKind::pow2: return integer_runner<PowerOfTwo<RoundHalfAway>>(std::move(g));
+    case ScaleKind::fixed_point: break;
+    case ScaleKind::single_shift: return integer_runner_single_shift(std::move(g));
+    case ScaleKind::double_shift: return integer_runner_double_shift(std::move(g));
+  }
+  return integer_runner<FixedPointDoubleRounding>(std::move(g));
 }
 
 namespace {
