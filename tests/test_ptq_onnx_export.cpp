@@ -1,15 +1,18 @@
 // QDQ export and planning on small hand-built graphs: weight axes of Gemm (transB 0/1) and
 // MatMul, per-group block layout, int4 packing and stored integers, weight rounding, bias
 // int32 scale and overflow, raising the opset (attributes moved to inputs, libonnx's checker),
-// and the errors that name node, op and option.
+// the errors that name node, op and option, and the layer-wise comparison of the float graph
+// with the QDQ model read back (quantkit/analysis/compare.hpp).
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <quantkit/analysis/compare.hpp>
 #include <quantkit/executor.hpp>
 #include <quantkit/observer/minmax.hpp>
 #include <quantkit/onnx.hpp>
@@ -218,6 +221,47 @@ TEST_CASE("raising the opset: Squeeze/Unsqueeze axes become inputs, libonnx's ch
   MESSAGE("small graph W8A8: max |float - fake-quant| " << diff << " (peak |y| " << peak << ")");
   CHECK(diff > 1e-4);
   CHECK(diff < 0.03 * peak);
+}
+
+TEST_CASE("layer-wise comparison: the QDQ model read back and the fake-quant mode give the same rows") {
+  const auto qm = calibrate(small_graph(13), {});
+  std::string bytes;
+  REQUIRE(qk::onnx::to_qdq_proto(qm).SerializeToString(&bytes));
+  const qk::graph::Graph qdq = qk::onnx::load_bytes(bytes.data(), bytes.size(), "qdq.onnx");
+  const std::map<std::string, Tensor> in = {{"x", random_tensor(qk::Dims{5, 6}, 7, -2.0f, 2.0f)}};
+  namespace qa = qk::analysis;
+  const qa::LayerComparison file = qa::compare_layers(qm.graph, qdq, in);
+  const qa::LayerComparison mode = qa::compare_layers(
+      qk::Executor<>(qm.graph), qk::Executor<qk::ptq::FakeQuantMode>(qm.graph, qk::ptq::FakeQuantMode(qm)), in);
+  // The float graph's order: the quantized input, then every value its nodes compute.
+  const std::vector<std::string> values = {"x", "h", "r", "u", "s", "y"};
+  REQUIRE(file.rows.size() == values.size());
+  REQUIRE(mode.rows.size() == values.size());
+  CHECK(file.unmatched.empty());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const qa::LayerRow& a = file.rows[i];
+    const qa::LayerRow& b = mode.rows[i];
+    CAPTURE(a.value);
+    CHECK(a.value == values[i]);
+    CHECK(b.value == values[i]);
+    CHECK(a.error.empty());
+    // x: the QDQ file's QuantizeLinear -> DequantizeLinear -> x_dq, the mode's Identity x_dq;
+    // the rest keep their names on the DequantizeLinear (file) or in place (mode).
+    CHECK(a.actual_value == (i == 0 ? "x_dq" : values[i]));
+    CHECK(a.match == (i == 0 ? qa::MatchKind::qdq_pair : qa::MatchKind::dequantized));
+    CHECK(b.match == (i == 0 ? qa::MatchKind::by_suffix : qa::MatchKind::same_name));
+    CHECK(a.op == (i == 0 ? "input" : qm.graph.nodes[i - 1].op_type));
+    // Bit-identical values, so identical metrics; quantization error is there but small.
+    for (qa::Metric m : qa::all_metrics()) CHECK(a.metrics.get(m) == b.metrics.get(m));
+    CHECK(a.metrics.cosine < 1.0);
+    CHECK(a.metrics.cosine > 0.99);
+    CHECK(a.metrics.count == a.shape.product());
+  }
+  // A graph against itself: every row exact.
+  for (const auto& r : qa::compare_layers(qm.graph, qm.graph, in).rows) {
+    CHECK(r.metrics.cosine == 1.0);
+    CHECK(r.metrics.chebyshev == 0.0);
+  }
 }
 
 TEST_CASE("export and plan errors name node, op and tensor") {

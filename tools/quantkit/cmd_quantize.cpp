@@ -1,0 +1,191 @@
+// quantkit quantize IN.onnx -o OUT.onnx --calib CALIB.npy [options]: calibrate a float model
+// and write it as a QDQ ONNX model.
+//
+// --scale S says which integer requantization the model is meant for (the scheme `quantkit run
+// --mode int --scale S` uses). A QDQ file stores float scales only, so S does not change the
+// file: quantize reports, per layer the integer mode would requantize (Conv/Gemm/MatMul: one
+// multiplier s_in * s_w[c] / s_out per output channel; Add: its three; Relu/pools/Concat/...
+// with different input and output scales: s_in / s_out), the relative error of S's
+// approximation of the multipliers, or that S cannot express one (that layer then stays float
+// in the integer mode: power-of-two and shifts need multipliers <= 1, double-shift <= 1.5).
+// For models with 8-bit activations it also reads the written file back and reports which
+// compute nodes the integer mode runs in integers.
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "cli.hpp"
+
+namespace quantkit {
+namespace cli {
+
+namespace {
+
+struct QuantizeArgs {
+  std::string input;
+  std::string output;
+  std::string scale = "fixed-point";
+  bool json = false;
+  QuantOptions quant;
+};
+
+std::string weight_format(const ptq::PtqConfig& c) {
+  return fmt::format("{} {} {} ({})", ptq::TensorFormat{c.weight_bits, c.weight_signed}.name(),
+                     c.weight_granularity.to_string(), quantkit::to_string(c.weight_symmetry),
+                     quantkit::to_string(c.weight_rounding));
+}
+std::string activation_format(const ptq::PtqConfig& c) {
+  return fmt::format("{} {}", c.activation_format(c.activation_bits).name(),
+                     c.symmetric_activations ? "symmetric" : "affine");
+}
+
+void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
+  const ScaleKind scale = parse_scale("--scale", a.scale);
+  check_writable("-o", a.output);
+  const graph::Graph model = read_model(a.input);
+  if (is_quantized(model))
+    quantkit::detail::fail("model '", a.input, "' is already quantized (it has QuantizeLinear/DequantizeLinear or "
+                           "QLinear ops); expected a float model");
+  std::int64_t samples = 0;
+  const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
+  const QdqSummary rep = write_qdq(qm, a.output);
+  const std::vector<LayerScale> layers = check_scale(qm, scale);
+
+  // The integer mode on the written file (8-bit activations; 16-bit cannot be read back).
+  bool int_checked = false;
+  std::string int_note;
+  std::vector<NodeReport> int_report;
+  try {
+    const Runner r(read_model(a.output), nullptr, Mode::integer, scale);
+    int_report = r.integer_report();
+    int_checked = true;
+  } catch (const Error& e) {
+    int_note = e.what();
+    if (int_note.compare(0, 10, "quantkit: ") == 0) int_note = int_note.substr(10);
+  }
+
+  std::size_t activations = 0, weights = 0, biases = 0;
+  for (const auto& kv : qm.tensors) {
+    activations += kv.second.role == ptq::TensorRole::activation;
+    weights += kv.second.role == ptq::TensorRole::weight;
+    biases += kv.second.role == ptq::TensorRole::bias;
+  }
+  std::size_t inexpressible = 0;
+  const LayerScale* worst = nullptr;
+  for (const auto& l : layers) {
+    if (!l.error.empty()) ++inexpressible;
+    else if (!worst || l.max_relative_error > worst->max_relative_error) worst = &l;
+  }
+  const std::int64_t batch = parse_int("--batch", a.quant.batch, 1, std::int64_t{1} << 40);
+
+  if (a.json) {
+    Json j;
+    j["input"] = a.input;
+    j["output"] = a.output;
+    j["observer"] = qm.observer;
+    j["weights"] = weight_format(qm.config);
+    j["activations"] = activation_format(qm.config);
+    j["weight_bits"] = qm.config.weight_bits;
+    j["activation_bits"] = qm.config.activation_bits;
+    j["weight_granularity"] = qm.config.weight_granularity.to_string();
+    j["symmetric_activations"] = qm.config.symmetric_activations;
+    j["rounding"] = quantkit::to_string(qm.config.weight_rounding);
+    j["keep_float"] = qm.config.keep_float;
+    j["int16_nodes"] = qm.config.int16_nodes;
+    j["calibration_samples"] = samples;
+    j["calibration_batch"] = batch;
+    j["quantized_nodes"] = qm.quantized_nodes;
+    j["nodes"] = qm.graph.nodes.size();
+    j["tensors"] = {{"activations", activations}, {"weights", weights}, {"biases", biases}};
+    j["opset"] = rep.opset;
+    j["qdq_pairs"] = rep.activation_pairs;
+    j["quantized_initializers"] = rep.quantized_initializers;
+    j["checked"] = rep.checked;
+    j["check_note"] = rep.check_note;
+    j["notes"] = qm.notes;
+    Json ls = Json::array();
+    for (const auto& l : layers)
+      ls.push_back({{"node", l.node},
+                    {"op", l.op},
+                    {"multipliers", l.multipliers},
+                    {"min_multiplier", l.min_multiplier},
+                    {"max_multiplier", l.max_multiplier},
+                    {"max_relative_error", l.error.empty() ? json_number(l.max_relative_error) : Json()},
+                    {"error", l.error}});
+    j["scale"] = {{"scheme", to_string(scale)}, {"inexpressible_layers", inexpressible}, {"layers", ls}};
+    Json im = {{"checked", int_checked}};
+    if (int_checked) {
+      std::size_t n = 0;
+      for (const auto& r : int_report) n += r.integer;
+      im["integer_nodes"] = n;
+      im["compute_nodes"] = int_report.size();
+      im["nodes"] = integer_report_json(int_report);
+    } else {
+      im["note"] = int_note;
+    }
+    j["integer_mode"] = im;
+    print_json(j);
+    return;
+  }
+  fmt::print("quantized '{}' -> '{}'\n", a.input, a.output);
+  fmt::print("  observer {} on {} calibration samples (batches of {}); weights {}; activations {}\n", qm.observer,
+             samples, batch, weight_format(qm.config), activation_format(qm.config));
+  fmt::print("  {} of {} nodes quantized; {} activations, {} weights, {} int32 biases\n", qm.quantized_nodes.size(),
+             qm.graph.nodes.size(), activations, weights, biases);
+  fmt::print("  opset {}, {} QuantizeLinear/DequantizeLinear pairs, {} quantized initializers; libonnx checker: {}\n",
+             rep.opset, rep.activation_pairs, rep.quantized_initializers, rep.checked ? "passed" : rep.check_note);
+  // Per layer when asked for (--scale given) or when a layer cannot be expressed; else one line.
+  if (cmd->count("--scale") || inexpressible) {
+    fmt::print("  requantization ({}), per layer (multiplier range, max relative error of the scheme):\n",
+               to_string(scale));
+    for (const auto& l : layers) {
+      if (l.error.empty())
+        fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  {}\n", l.node, l.op, l.multipliers,
+                   format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4),
+                   format_number(l.max_relative_error, 3));
+      else
+        fmt::print("    {:<28} {:<18} {:>3} x [{}, {}]  cannot express: {}\n", l.node, l.op, l.multipliers,
+                   format_number(l.min_multiplier, 4), format_number(l.max_multiplier, 4), l.error);
+    }
+    if (inexpressible)
+      fmt::print("  {} layer(s) stay float in --mode int --scale {} (a multiplier the scheme cannot express)\n",
+                 inexpressible, to_string(scale));
+  } else if (worst) {
+    fmt::print("  requantization ({}): {} layers, every multiplier expressible, largest relative error {} ({})\n",
+               to_string(scale), layers.size(), format_number(worst->max_relative_error, 3), worst->node);
+  }
+  if (int_checked) {
+    const bool table = cmd->count("--scale") || inexpressible;
+    for (const auto& line : integer_report_lines(int_report, scale, table)) fmt::print("  {}\n", line);
+  } else {
+    fmt::print("  integer mode: not checked: {}\n", int_note);
+  }
+  if (!qm.notes.empty()) {
+    fmt::print("  notes:\n");
+    for (const auto& n : qm.notes) fmt::print("    - {}\n", n);
+  }
+}
+
+}  // namespace
+
+void add_quantize(CLI::App& app) {
+  auto args = std::make_shared<QuantizeArgs>();
+  CLI::App* cmd = app.add_subcommand("quantize", "calibrate a float ONNX model and write it as a QDQ ONNX model");
+  cmd->add_option("model", args->input, "the float ONNX model")->required()->type_name("IN.onnx");
+  cmd->add_option("-o,--output", args->output, "the QDQ model to write (atomically)")->required()->type_name("OUT.onnx");
+  add_quant_options(cmd, args->quant);
+  cmd->get_option("--calib")->required();
+  cmd->add_option("--scale", args->scale,
+                  "the integer requantization the model is meant for (quantkit run --mode int --scale S): float, "
+                  "pow2, fixed-point, single-shift or double-shift; reported per layer, the "
+                  "file is the same")
+      ->type_name("S")
+      ->capture_default_str();
+  cmd->add_flag("--json", args->json, "print the summary as JSON");
+  cmd->callback([cmd, args] { run_quantize(cmd, *args); });
+}
+
+}  // namespace cli
+}  // namespace quantkit

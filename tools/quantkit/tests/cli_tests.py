@@ -1,0 +1,518 @@
+#!/usr/bin/env python3
+"""ctest driver for the quantkit command-line tool: runs the built binary and checks what it
+prints and writes (standard library only; every case asserts real values).
+
+usage: cli_tests.py --quantkit PATH --source-dir ROOT --case NAME [--node PATH]
+
+Cases (one ctest test each, label "cli"; "peer" is label "peer"):
+  quantize   W8A8 / W4A8 / per-group / --scale reports, --json fields, progress bar, summary
+  eval       float 97.22 %; W8A8 and W4A8 QDQ files in fake and int mode within 0.5 / 1 points;
+             a float model calibrated in memory (--calib) equals its QDQ file
+  run        float logits equal PyTorch's (1e-4); fake-quant of the QDQ file == in-memory
+             fake-quant bit for bit; int close to fake; -o NAME=, -o DIR/; --json
+  calibrate  scales / zero points equal PyTorch's observers exactly (data/calibrate_torch.json)
+  compare    a model against itself: cosine 1, chebyshev 0 on every row; float vs W8A8 rows;
+             the ONNX Runtime QDQ naming (data/ort_qdq.onnx) maps back to the float values
+  info       float / W8A8 / W4A8 per-group descriptions (--json)
+  errors     bad inputs and options: non-zero exit, one line on stderr naming the option/file
+  peer       ONNX Runtime (node tools/ort/run_model.mjs) runs the QDQ files quantize writes and
+             agrees with `quantkit run --mode fake` (per-sample cosine >= 0.9999); exit 77 (skip)
+             without node or onnxruntime-node
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, message):
+    if not cond:
+        raise Failure(message)
+
+
+class Ctx:
+    def __init__(self, args):
+        self.qk = os.path.abspath(args.quantkit)
+        self.root = os.path.abspath(args.source_dir)
+        self.node = args.node
+        self.demo = os.path.join(self.root, "examples", "data", "demo")
+        self.data = os.path.join(self.root, "tools", "quantkit", "tests", "data")
+        self.tmp = tempfile.mkdtemp(prefix="quantkit_cli_")
+
+    def demo_file(self, name):
+        return os.path.join(self.demo, name)
+
+    def tmp_file(self, name):
+        return os.path.join(self.tmp, name)
+
+    def run(self, *args, expect=0, env=None):
+        cmd = [self.qk] + [str(a) for a in args]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+        shown = " ".join(cmd)
+        if expect is not None:
+            check(p.returncode == expect,
+                  f"{shown}: exit {p.returncode}, expected {expect}\nstdout:\n{p.stdout}\nstderr:\n{p.stderr}")
+        return p
+
+    def json(self, *args):
+        p = self.run(*args, "--json")
+        try:
+            return json.loads(p.stdout)
+        except ValueError as e:
+            raise Failure(f"{' '.join(map(str, args))} --json: not JSON ({e}):\n{p.stdout}")
+
+    def quantize(self, name, *options):
+        out = self.tmp_file(name)
+        self.run("quantize", self.demo_file("digits_cnn.onnx"), "-o", out, "--calib",
+                 self.demo_file("digits_calib.npy"), *options)
+        return out
+
+    def eval(self, model, *options):
+        return self.json("eval", model, "--input", self.demo_file("digits_test_x.npy"), "--labels",
+                         self.demo_file("digits_test_y.npy"), *options)
+
+
+# ---------------------------------------------------------------------------------------------
+# .npy (float32, int8, uint8, int32, int64, float64; C order)
+NPY_TYPES = {"<f4": "f", "<f8": "d", "|i1": "b", "|u1": "B", "<i4": "i", "<i8": "q"}
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    check(data[:6] == b"\x93NUMPY", f"{path}: not a .npy file")
+    hlen = struct.unpack("<H", data[8:10])[0] if data[6] == 1 else struct.unpack("<I", data[8:12])[0]
+    off = 10 if data[6] == 1 else 12
+    header = eval(data[off:off + hlen].decode("latin1"))  # a Python dict literal
+    code = NPY_TYPES[header["descr"].replace("<i1", "|i1").replace("<u1", "|u1")]
+    shape = list(header["shape"])
+    n = 1
+    for d in shape:
+        n *= d
+    values = list(struct.unpack("<%d%s" % (n, code), data[off + hlen:]))
+    return header["descr"], shape, values
+
+
+def write_npy(path, descr, shape, values):
+    code = NPY_TYPES[descr]
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }" % (
+        descr, "".join(f"{d}," for d in shape) if len(shape) == 1 else ", ".join(str(d) for d in shape))
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(path, "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode("latin1"))
+        f.write(struct.pack("<%d%s" % (len(values), code), *values))
+
+
+def rows_of(shape, values):
+    n = shape[0]
+    k = len(values) // n
+    return [values[i * k:(i + 1) * k] for i in range(n)]
+
+
+def cosine(a, b):
+    ab = sum(x * y for x, y in zip(a, b))
+    aa = sum(x * x for x in a)
+    bb = sum(y * y for y in b)
+    if aa == 0 and bb == 0:
+        return 1.0
+    return ab / math.sqrt(aa * bb)
+
+
+def argmax(r):
+    return max(range(len(r)), key=lambda i: r[i])
+
+
+# ---------------------------------------------------------------------------------------------
+def case_quantize(c):
+    out = c.tmp_file("w8a8.onnx")
+    j = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", out, "--calib", c.demo_file("digits_calib.npy"))
+    check(os.path.isfile(out), f"{out} was not written")
+    check(not [f for f in os.listdir(c.tmp) if ".tmp-" in f], "a temporary file was left behind")
+    check(j["opset"] == 13 and j["checked"] is True, f"W8A8: opset {j['opset']}, checked {j['checked']}")
+    check(len(j["quantized_nodes"]) == 14 and j["nodes"] == 14, f"W8A8: {j['quantized_nodes']} of {j['nodes']}")
+    check(j["tensors"] == {"activations": 15, "weights": 6, "biases": 6}, f"W8A8 tensors {j['tensors']}")
+    check(j["qdq_pairs"] == 15 and j["quantized_initializers"] == 12, "W8A8 QDQ pairs / initializers")
+    check(j["calibration_samples"] == 256 and j["calibration_batch"] == 64, "calibration samples / batch")
+    check(j["weights"] == "int8 per-channel symmetric (half-even)", j["weights"])
+    check(j["activations"] == "uint8 affine", j["activations"])
+    s = j["scale"]
+    check(s["scheme"] == "fixed-point" and s["inexpressible_layers"] == 0, f"--scale report {s}")
+    check(len(s["layers"]) == 12, f"{len(s['layers'])} requantized layers, expected 12 (6 weighted, 5 Relu, pool)")
+    for layer in s["layers"]:
+        check(layer["error"] == "" and 0 <= layer["max_relative_error"] < 1e-9, f"fixed-point layer {layer}")
+        if layer["op"] in ("Conv", "Gemm"):
+            check(layer["min_multiplier"] > 0 and layer["max_multiplier"] < 1, f"multipliers {layer}")
+    conv1 = s["layers"][0]
+    check(conv1["node"] == "/conv1/Conv" and conv1["multipliers"] == 16, f"first layer {conv1}")
+    im = j["integer_mode"]
+    check(im["checked"] and im["integer_nodes"] == 14 and im["compute_nodes"] == 14, f"integer mode {im}")
+
+    # Power-of-two and single shift cannot express the Relu multipliers > 1: reported, file the same.
+    j2 = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("w8a8_shift.onnx"), "--calib",
+                c.demo_file("digits_calib.npy"), "--scale", "single-shift")
+    bad = [layer for layer in j2["scale"]["layers"] if layer["error"]]
+    check(j2["scale"]["inexpressible_layers"] == len(bad) > 0, f"single-shift: {j2['scale']['inexpressible_layers']}")
+    for layer in bad:
+        check(layer["max_multiplier"] > 1 and "cannot express" in layer["error"], f"single-shift layer {layer}")
+    check(j2["integer_mode"]["integer_nodes"] == 14 - len(bad), f"single-shift integer nodes {j2['integer_mode']}")
+    with open(out, "rb") as f1, open(c.tmp_file("w8a8_shift.onnx"), "rb") as f2:
+        check(f1.read() == f2.read(), "--scale changed the written file")
+    ok = [layer for layer in j2["scale"]["layers"] if not layer["error"]]
+    check(all(0 <= layer["max_relative_error"] <= 0.5 for layer in ok), "single-shift errors within half a step")
+
+    # W4A8: opset 21, int4 weights; the integer mode runs them (unpacked to int8).
+    j4 = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("w4a8.onnx"), "--calib",
+                c.demo_file("digits_calib.npy"), "--weight-bits", "4", "--observer", "kl")
+    check(j4["opset"] == 21 and j4["checked"] is False and "opset" in j4["check_note"], f"W4A8 opset {j4['opset']}")
+    check(j4["weights"].startswith("int4 per-channel") and j4["observer"] == "kl", j4["weights"])
+    check(j4["integer_mode"]["integer_nodes"] == 14, f"W4A8 integer mode {j4['integer_mode']}")
+
+    # Per group: the integer mode keeps the weighted layers float (blocked weights), says why.
+    jg = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("w4g8.onnx"), "--calib",
+                c.demo_file("digits_calib.npy"), "--weight-bits", "4", "--weight-granularity", "per-group:8")
+    check(jg["weight_granularity"] == "per-group:8" and jg["opset"] == 21, "per-group config")
+    floats = [n for n in jg["integer_mode"]["nodes"] if not n["integer"]]
+    check({n["op"] for n in floats} == {"Conv", "Gemm"} and len(floats) == 6, f"per-group float nodes {floats}")
+    check(any("bias" in n for n in jg["notes"]), f"per-group notes {jg['notes']}")
+
+    # Mixed: a float node, an A16 node; W16A16 cannot be read back (16-bit), the summary says so.
+    jm = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("mixed.onnx"), "--calib",
+                c.demo_file("digits_calib.npy"), "--keep-float", "/fc2/Gemm", "--int16", "/conv1/Conv")
+    check("/fc2/Gemm" not in jm["quantized_nodes"] and len(jm["quantized_nodes"]) == 13, "--keep-float")
+    check(jm["int16_nodes"] == ["/conv1/Conv"] and jm["opset"] == 21, "--int16")
+    check(jm["integer_mode"]["checked"] is False and "int16" in jm["integer_mode"]["note"].lower(),
+          f"16-bit model: {jm['integer_mode']}")
+
+    # Text summary and the progress bar (only with --progress when stderr is not a terminal).
+    p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("t.onnx"), "--calib",
+              c.demo_file("digits_calib.npy"), "--batch", "100")
+    check(p.stderr == "", f"stderr without a terminal: {p.stderr!r}")
+    for text in ("quantized '", "14 of 14 nodes quantized", "opset 13", "libonnx checker: passed",
+                 "requantization (fixed-point): 12 layers, every multiplier expressible",
+                 "integer mode (fixed-point): 14 of 14"):
+        check(text in p.stdout, f"summary lacks {text!r}:\n{p.stdout}")
+    check("/fc2/Gemm" not in p.stdout, "per-layer table without --scale")
+    p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("t.onnx"), "--calib",
+              c.demo_file("digits_calib.npy"), "--scale", "pow2")
+    for text in ("requantization (pow2), per layer", "/fc2/Gemm", "cannot express: requantization multiplier",
+                 "layer(s) stay float in --mode int --scale pow2", "float: /Relu (Relu): a multiplier the scheme cannot express"):
+        check(text in p.stdout, f"pow2 summary lacks {text!r}:\n{p.stdout}")
+    p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("t.onnx"), "--calib",
+              c.demo_file("digits_calib.npy"), "--batch", "100", "--progress")
+    check("calibrating [" in p.stderr and "3/3" in p.stderr and p.stderr.endswith("\n"), f"progress: {p.stderr!r}")
+
+
+def case_eval(c):
+    base = c.eval(c.demo_file("digits_cnn.onnx"))
+    check(base["samples"] == 540 and base["correct"] == 525, f"float: {base}")
+    check(abs(base["accuracy"] - 97.2222) < 1e-3 and base["mode"] == "float", f"float accuracy {base['accuracy']}")
+    w8 = c.quantize("w8a8.onnx")
+    w4 = c.quantize("w4a8.onnx", "--weight-bits", "4")
+    results = {}
+    for name, model, tol in (("W8A8", w8, 0.5), ("W4A8", w4, 1.0)):
+        for mode in ("fake", "int"):
+            r = c.eval(model, "--mode", mode)
+            results[(name, mode)] = r
+            check(abs(r["accuracy"] - base["accuracy"]) <= tol,
+                  f"{name} {mode}: {r['accuracy']:.2f} % vs float {base['accuracy']:.2f} %")
+        print(f"  {name}: fake {results[(name, 'fake')]['accuracy']:.2f} %, int {results[(name, 'int')]['accuracy']:.2f} %")
+    check("integer_mode" in results[("W8A8", "int")] and
+          all(n["integer"] for n in results[("W8A8", "int")]["integer_mode"]), "int mode report")
+    # A float model calibrated in memory computes what its QDQ file computes.
+    mem = c.eval(c.demo_file("digits_cnn.onnx"), "--mode", "fake", "--calib", c.demo_file("digits_calib.npy"))
+    check(mem["correct"] == results[("W8A8", "fake")]["correct"], f"in-memory fake {mem} vs file")
+    mem_int = c.eval(c.demo_file("digits_cnn.onnx"), "--mode", "int", "--calib", c.demo_file("digits_calib.npy"))
+    check(mem_int["correct"] == results[("W8A8", "int")]["correct"], "in-memory int vs file")
+    # Batching does not change the result.
+    b = c.eval(w8, "--mode", "int", "--eval-batch", "7")
+    check(b["correct"] == results[("W8A8", "int")]["correct"], "--eval-batch 7")
+    p = c.run("eval", w8, "--input", c.demo_file("digits_test_x.npy"), "--labels", c.demo_file("digits_test_y.npy"),
+              "--mode", "int", "--scale", "float")
+    check(p.stdout.startswith("top-1 accuracy ") and "integer (float requantization)" in p.stdout, p.stdout)
+
+
+def case_run(c):
+    x = c.demo_file("digits_test_x.npy")
+    y = c.tmp_file("y.npy")
+    j = c.json("run", c.demo_file("digits_cnn.onnx"), "--input", x, "-o", y)
+    check(j["outputs"][0]["name"] == "logits" and j["outputs"][0]["shape"] == [540, 10], f"run --json {j}")
+    descr, shape, got = read_npy(y)
+    _, tshape, torch = read_npy(c.demo_file("digits_test_logits_torch.npy"))
+    check(descr == "<f4" and shape == [540, 10] == tshape, f"logits {descr} {shape}")
+    worst = max(abs(a - b) for a, b in zip(got, torch))
+    check(worst < 1e-4, f"float logits differ from PyTorch's by {worst}")
+
+    w8 = c.quantize("w8a8.onnx")
+    c.run("run", w8, "--input", f"input={x}", "-o", f"logits={c.tmp_file('fake.npy')}", "--mode", "fake")
+    c.run("run", c.demo_file("digits_cnn.onnx"), "--input", x, "-o", c.tmp_file("mem.npy"), "--mode", "fake",
+          "--calib", c.demo_file("digits_calib.npy"))
+    _, _, fake = read_npy(c.tmp_file("fake.npy"))
+    _, _, mem = read_npy(c.tmp_file("mem.npy"))
+    check(fake == mem, "fake-quant of the QDQ file differs from the in-memory fake-quant mode")
+    check(max(abs(a - b) for a, b in zip(fake, got)) > 1e-4, "fake-quant equals float: nothing was quantized")
+    out_dir = c.tmp_file("outs") + "/"
+    j = c.json("run", w8, "--input", x, "-o", out_dir, "--mode", "int", "--scale", "fixed-point")
+    check(j["mode"] == "int" and os.path.isfile(os.path.join(out_dir, "logits.npy")), f"-o DIR/: {j}")
+    _, _, integer = read_npy(os.path.join(out_dir, "logits.npy"))
+    cos = min(cosine(a, b) for a, b in zip(rows_of([540, 10], integer), rows_of([540, 10], fake)))
+    check(cos > 0.999, f"int vs fake: smallest per-sample cosine {cos}")
+    same = sum(argmax(a) == argmax(b) for a, b in zip(rows_of([540, 10], integer), rows_of([540, 10], fake)))
+    check(same >= 535, f"int vs fake: {same} of 540 same argmax")
+    # int8 / int64 / uint8 .npy outputs of a model: written with their element types (ORT model
+    # has two outputs: -o DIR/ writes both).
+    j = c.json("run", os.path.join(c.data, "ort_qdq.onnx"), "--input", os.path.join(c.data, "ort_x.npy"), "-o",
+               c.tmp_file("ort") + "/")
+    check(sorted(o["name"] for o in j["outputs"]) == ["prob", "y2"], f"two outputs {j['outputs']}")
+    p = c.run("run", c.demo_file("digits_cnn.onnx"), "--input", x, "-o", c.tmp_file("y2.npy"))
+    check("output logits float32 [540, 10] -> " in p.stdout, p.stdout)
+
+
+def case_calibrate(c):
+    with open(os.path.join(c.data, "calibrate_torch.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    data = os.path.join(c.data, doc["data"])
+    for case in doc["cases"]:
+        j = c.json("calibrate", data, *case["args"])
+        scales = [p["scale"] for p in j["params"]]
+        zps = [p["zero_point"] for p in j["params"]]
+        check(scales == case["scale"] and zps == case["zero_point"],
+              f"{case['name']}: quantkit {scales} {zps}; PyTorch {case['scale']} {case['zero_point']}")
+        print(f"  {case['name']}: {len(scales)} scale(s) equal PyTorch's")
+    j = c.json("calibrate", data, "--axis", "-1", "--signed", "--bits", "4")
+    check(j["granularity"] == "per-channel" and j["axis"] == 1 and len(j["params"]) == 6, f"axis -1: {j}")
+    check(j["qmin"] == -8 and j["qmax"] == 7 and j["format"] == "int4", "int4 range")
+    j = c.json("calibrate", data, "--observer", "percentile:99.9", "--bits", "8")
+    check(j["params"][0]["method"].startswith("percentile(0.999"), f"percentile method {j['params'][0]}")
+    j = c.json("calibrate", data, "--observer", "auto", "--signed", "--symmetric")
+    check(j["params"][0]["method"] in ("minmax", "kl") or j["params"][0]["method"].startswith("percentile"),
+          f"auto picked {j['params'][0]}")
+    p = c.run("calibrate", data, "--signed", "--symmetric")
+    check("int8 [-128, 127] symmetric, per tensor, pytorch convention" in p.stdout and "zero point" in p.stdout,
+          p.stdout)
+
+
+def case_compare(c):
+    model = c.demo_file("digits_cnn.onnx")
+    x = c.demo_file("digits_test_x.npy")
+    j = c.json("compare", model, model, "--input", x, "--mode", "float")
+    check(len(j["rows"]) == 15 and not j["unmatched"], f"self-compare: {len(j['rows'])} rows, {j['unmatched']}")
+    for r in j["rows"]:
+        check(r["cosine"] == 1 and r["chebyshev"] == 0 and r["mse"] == 0 and r["sqnr"] == "inf" and r["mre"] == 0,
+              f"self-compare row {r}")
+        check(r["match"] == "same-name" and r["compared_value"] == r["value"], f"self-compare match {r}")
+    w8 = c.quantize("w8a8.onnx")
+    j = c.json("compare", model, w8, "--input", x, "--metric", "cosine,sqnr", "--samples", "100")
+    check(j["samples"] == 100 and j["metrics"] == ["cosine", "sqnr"], f"compare options {j['metrics']}")
+    check(j["rows"][0]["value"] == "input" and j["rows"][0]["match"] == "qdq-pair", f"first row {j['rows'][0]}")
+    check(j["rows"][-1]["value"] == "logits", "last row is the output")
+    check(j["unmatched"] == ["/conv1/Conv_output_0"], f"unmatched {j['unmatched']} (BatchNormalization folded)")
+    check(len(j["rows"]) == 15 and all(0.999 < r["cosine"] < 1 and 25 < r["sqnr"] < 80 for r in j["rows"]),
+          "W8A8 rows: cosine in (0.999, 1), sqnr 25..80 dB")
+    check(all("mse" not in r for r in j["rows"]), "--metric selects the metrics")
+    # ONNX Runtime's QDQ names map back to the float values.
+    j = c.json("compare", os.path.join(c.data, "ort_float.onnx"), os.path.join(c.data, "ort_qdq.onnx"), "--input",
+               os.path.join(c.data, "ort_x.npy"))
+    got = [(r["value"], r["compared_value"], r["match"]) for r in j["rows"]]
+    want = [("x", "x_DequantizeLinear_Output", "qdq-pair"), ("y1", "y1_DequantizeLinear_Output", "qdq-pair"),
+            ("y2", "y2", "dequantized"), ("prob", "prob", "same-name")]
+    check(got == want, f"ONNX Runtime naming: {got}")
+    check(all(0.99 < r["cosine"] <= 1 and r["chebyshev"] < 0.1 for r in j["rows"]), f"ORT rows {j['rows']}")
+    # Integer mode and an in-memory calibrated model compare too.
+    j = c.json("compare", model, w8, "--input", x, "--mode", "int", "--samples", "50")
+    check(j["rows"][-1]["value"] == "logits" and j["rows"][-1]["cosine"] > 0.999, f"int compare {j['rows'][-1]}")
+    j = c.json("compare", model, model, "--input", x, "--calib", c.demo_file("digits_calib.npy"), "--samples", "50")
+    check(j["rows"][0]["compared_value"] == "input_dq" and len(j["rows"]) == 15, f"in-memory compare {j['rows'][0]}")
+    p = c.run("compare", model, w8, "--input", x, "--samples", "20")
+    for text in ("layer-wise comparison on 20 samples", "cosine", "chebyshev", "/pw2/Conv_output_0", "lowest cosine"):
+        check(text in p.stdout, f"compare table lacks {text!r}:\n{p.stdout}")
+
+
+def case_info(c):
+    j = c.json("info", c.demo_file("digits_cnn.onnx"))
+    check(j["opset"] == 13 and j["quantization"]["format"] == "float", f"float info {j['quantization']}")
+    check(j["inputs"] == [{"name": "input", "dtype": "float32", "shape": "[batch, 1, 8, 8]"}], f"inputs {j['inputs']}")
+    check(j["op_histogram"]["Conv"] == 4 and j["op_histogram"]["Relu"] == 5, f"ops {j['op_histogram']}")
+    w8 = c.quantize("w8a8.onnx")
+    j = c.json("info", w8)
+    q = j["quantization"]
+    check(q["format"] == "qdq" and len(q["quantized_nodes"]) == 14 and q["compute_nodes"] == 14, f"W8A8 info {q}")
+    conv1 = q["quantized_nodes"][0]
+    check(conv1["node"] == "/conv1/Conv" and conv1["weights"] == {
+        "type": "int8", "granularity": "per-channel", "symmetric": True, "axis": 0, "scales": 16}, f"conv1 {conv1}")
+    check(conv1["bias"]["type"] == "int32", "int32 bias")
+    check(conv1["inputs"][0]["format"]["type"] == "uint8" and conv1["outputs"][0]["format"]["type"] == "uint8",
+          f"activations {conv1}")
+    wg = c.quantize("w4g8.onnx", "--weight-bits", "4", "--weight-granularity", "per-group:8", "--keep-float",
+                    "/fc2/Gemm", "--symmetric-activations")
+    q = c.json("info", wg)["quantization"]
+    fc1 = [n for n in q["quantized_nodes"] if n["node"] == "/fc1/Gemm"][0]
+    check(fc1["weights"]["type"] == "int4" and fc1["weights"]["granularity"] == "per-group" and
+          fc1["weights"]["block_size"] == 8 and fc1["weights"]["axis"] == 1, f"per-group weights {fc1['weights']}")
+    check(fc1["inputs"][0]["format"] == {"type": "int8", "granularity": "per-tensor", "symmetric": True,
+                                         "zero_point": 0}, f"symmetric activations {fc1['inputs']}")
+    check(q["float_nodes"] == [{"node": "/fc2/Gemm", "op": "Gemm",
+                                "reason": "float weights 'fc2.weight', float output 'logits'"}],
+          f"float nodes {q['float_nodes']}")
+    check(len(q["quantized_nodes"]) == 13, "13 quantized nodes")
+    p = c.run("info", wg)
+    check("int4 per-group(axis 1, block 8) symmetric" in p.stdout and
+          "float: /fc2/Gemm (Gemm): float weights 'fc2.weight', float output 'logits'" in p.stdout, p.stdout)
+
+
+def case_errors(c):
+    model = c.demo_file("digits_cnn.onnx")
+    calib = c.demo_file("digits_calib.npy")
+    x = c.demo_file("digits_test_x.npy")
+    garbage = c.tmp_file("corrupt.onnx")
+    with open(garbage, "wb") as f:
+        f.write(b"\x08\x07\x12\x03abc\xff\xff\xff garbage")
+    f64 = c.tmp_file("x64.npy")
+    write_npy(f64, "<f8", [2, 1, 8, 8], [0.5] * 128)
+    i64 = c.tmp_file("xi64.npy")
+    write_npy(i64, "<i8", [2, 1, 8, 8], [1] * 128)
+    flabels = c.tmp_file("labels_f.npy")
+    write_npy(flabels, "<f4", [540], [1.0] * 540)
+    out = c.tmp_file("never.onnx")
+    cases = [
+        (["info", "/nonexistent/model.onnx"], 1, ["file '/nonexistent/model.onnx'", "cannot open"]),
+        (["info", garbage], 1, [f"file '{garbage}'", "not a valid ONNX model"]),
+        (["run", garbage, "--input", x, "-o", c.tmp_file("y.npy")], 1, ["not a valid ONNX model"]),
+        (["run", model, "--input", f64, "-o", c.tmp_file("y.npy")], 1, [f"file '{f64}'", "<f8", "expected float32"]),
+        (["run", model, "--input", i64, "-o", c.tmp_file("y.npy")], 1,
+         ["--input", f"file '{i64}' holds int64", "input 'input' expects float32"]),
+        (["calibrate", i64], 1, [f"file '{i64}'", "int64", "expected float32"]),
+        (["eval", model, "--input", x, "--labels", flabels], 1, ["--labels", "float32", "expected integer"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--observer", "foo"], 2,
+         ["--observer 'foo'", "unknown observer", "expected minmax"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--weight-bits", "3"], 2,
+         ["--weight-bits 3", "expected 4, 8 or 16"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--act-bits", "4"], 2, ["--act-bits 4", "expected 8 or 16"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--weight-granularity", "per-group:0"], 2,
+         ["--weight-granularity 'per-group:0'", "expected a positive integer"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--observer", "percentile:0"], 2,
+         ["--observer 'percentile:0'", "percentile 0", "expected P in (0, 100]"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--observer", "percentile:101"], 2,
+         ["percentile 101", "expected P in (0, 100]"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--keep-float", "/conv1/Conv,nope"], 2,
+         ["--keep-float: node 'nope' is not in model", "'/conv1/Conv'"]),
+        (["quantize", model, "-o", "/nonexistent_dir/out.onnx", "--calib", calib], 1,
+         ["-o /nonexistent_dir/out.onnx", "folder '/nonexistent_dir' does not exist"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--scale", "fixed"], 2, ["--scale 'fixed'", "expected float"]),
+        (["quantize", model, "-o", out, "--calib", c.tmp_file("missing.npy")], 1,
+         [f"file '{c.tmp_file('missing.npy')}'", "cannot open"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--rounding", "up"], 2, ["--rounding 'up'", "expected half-even"]),
+        (["quantize", model, "-o", out], 2, ["--calib is required"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--bogus"], 2, ["--bogus"]),
+        (["run", model, "--input", x, "-o", "/nonexistent_dir/y.npy"], 1, ["folder '/nonexistent_dir' does not exist"]),
+        (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--mode", "fake"], 2,
+         ["--mode fake", "is a float model", "--calib"]),
+        (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--mode", "fast"], 2, ["--mode 'fast'"]),
+        (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--scale", "pow2"], 2, ["--scale pow2", "--mode int"]),
+        (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--weight-bits", "4", "--mode", "fake"], 2,
+         ["expected --calib"]),
+        (["run", model, "--input", f"other={x}", "-o", c.tmp_file("y.npy")], 2,
+         ["has no input 'other'", "its inputs: 'input'"]),
+        (["calibrate", calib, "--bits", "1"], 2, ["--bits 1", "expected an integer in [2, 16]"]),
+        (["calibrate", calib, "--axis", "4"], 2, ["--axis 4", "[-4, 3]"]),
+        (["calibrate", calib, "--observer", "percentile"], 2, ["expected percentile:P"]),
+        (["compare", model, model, "--input", x, "--metric", "cos"], 2, ["--metric: unknown metric 'cos'"]),
+        (["eval", model, "--input", x, "--labels", x], 1, ["--labels", "float32"]),
+        (["run", model, "--input", x, "-o", f"probs={c.tmp_file('y.npy')}"], 2,
+         ["has no output 'probs'", "its outputs: 'logits'"]),
+        (["quantize", "--keep-float", "/conv1/Conv", model, "-o", out, "--calib", calib, "--int16", "/conv1/Conv"], 2,
+         ["--keep-float and --int16 both name node '/conv1/Conv'"]),
+        (["eval", model, "--input", x, "--labels", c.demo_file("digits_test_y.npy"), "--mode", "int", "--calib", calib,
+          "--act-bits", "16"], 2, ["--mode int: tensor '", "is uint16", "--mode fake runs 16-bit"]),
+    ]
+    # A 16-bit model cannot be run: the error names the tensor.
+    c.quantize("w16.onnx", "--weight-bits", "16", "--act-bits", "16")
+    cases.append((["run", c.tmp_file("w16.onnx"), "--input", x, "-o", c.tmp_file("y.npy")], 1,
+                  ["tensor '", "16-bit tensors", "ONNX Runtime runs this model"]))
+    for args, code, texts in cases:
+        p = c.run(*args, expect=None)
+        shown = " ".join(args)
+        check(p.returncode == code, f"{shown}: exit {p.returncode}, expected {code}; stderr: {p.stderr!r}")
+        lines = p.stderr.splitlines()
+        check(len(lines) == 1 and p.stderr.endswith("\n"), f"{shown}: stderr is not one line: {p.stderr!r}")
+        check(lines[0].startswith("quantkit ") and ": error: " in lines[0], f"{shown}: {lines[0]}")
+        for t in texts:
+            check(t in lines[0], f"{shown}: message lacks {t!r}: {lines[0]}")
+        check(p.stdout == "", f"{shown}: printed to stdout on error: {p.stdout!r}")
+        print(f"  exit {code}: {lines[0]}")
+    check(not os.path.exists(out), f"{out} exists after failed runs")
+    check(not [f for f in os.listdir(c.tmp) if ".tmp-" in f], "a temporary file was left behind")
+    # --help of every subcommand.
+    for sub in ("quantize", "run", "eval", "calibrate", "compare", "info"):
+        p = c.run(sub, "--help")
+        check(p.stdout.startswith("") and "--json" in p.stdout and "Usage:" in p.stdout, f"{sub} --help:\n{p.stdout}")
+
+
+def case_peer(c):
+    node = c.node or shutil.which("node")
+    ort_dir = os.path.join(c.root, "tools", "ort", "node_modules", "onnxruntime-node")
+    if not node or not os.path.isdir(ort_dir):
+        print("SKIPPED: node or onnxruntime-node (tools/ort/install.sh) not found")
+        return SKIP
+    x = c.demo_file("digits_test_x.npy")
+    for index, (label, options) in enumerate((("W8A8 per-channel minmax", []),
+                           ("W8A8 per-tensor, int8 symmetric activations, kl",
+                            ["--weight-granularity", "per-tensor", "--symmetric-activations", "--observer", "kl"]),
+                           ("W4A8 per-channel mse", ["--weight-bits", "4", "--observer", "mse"]),
+                           ("W4A8 per-group:8 percentile", ["--weight-bits", "4", "--weight-granularity",
+                                                            "per-group:8", "--observer", "percentile:99.99"]))):
+        name = f"peer{index}"
+        model = c.quantize(name + ".onnx", *options)
+        ort_out = c.tmp_file(name + "_ort")
+        p = subprocess.run([node, os.path.join(c.root, "tools", "ort", "run_model.mjs"), model, "--input",
+                            f"input={x}", "--output-dir", ort_out], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"{label}: ONNX Runtime failed: {p.stderr}")
+        c.run("run", model, "--input", x, "-o", c.tmp_file(name + "_qk.npy"), "--mode", "fake")
+        _, shape, ort = read_npy(os.path.join(ort_out, "logits.npy"))
+        _, qshape, qk = read_npy(c.tmp_file(name + "_qk.npy"))
+        check(shape == qshape == [540, 10], f"{label}: shapes {shape} {qshape}")
+        cos = min(cosine(a, b) for a, b in zip(rows_of(shape, ort), rows_of(shape, qk)))
+        same = sum(argmax(a) == argmax(b) for a, b in zip(rows_of(shape, ort), rows_of(shape, qk)))
+        print(f"  {label}: smallest per-sample cosine {cos:.7f}, same argmax {same}/540")
+        check(cos >= 0.9999, f"{label}: ONNX Runtime vs quantkit run --mode fake: cosine {cos}")
+        check(same >= 537, f"{label}: {same} of 540 same argmax")
+    return 0
+
+
+CASES = {"quantize": case_quantize, "eval": case_eval, "run": case_run, "calibrate": case_calibrate,
+         "compare": case_compare, "info": case_info, "errors": case_errors, "peer": case_peer}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quantkit", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--case", required=True, choices=sorted(CASES))
+    ap.add_argument("--node", default=None)
+    args = ap.parse_args()
+    c = Ctx(args)
+    try:
+        status = CASES[args.case](c) or 0
+    except Failure as e:
+        print(f"FAILED: {e}", file=sys.stderr)
+        return 1
+    finally:
+        shutil.rmtree(c.tmp, ignore_errors=True)
+    if status == 0:
+        print(f"cli {args.case}: passed")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
