@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -382,6 +383,30 @@ class IntegerModeT {
       return add_initializer(v + "_int32", std::move(q));
     }
 
+    // IntMatMul's prepared input [9] (see integer/ops.hpp): the weights [K, N] packed once for
+    // the int8 GEMM with uint8 A, when every weight zero point is 0.
+    void add_packed_weights(Node& r, const Dq& wdq, const Tensor& w) {
+      const Tensor& z = initializer(wdq.zp, "weight zero point");
+      for (std::int64_t i = 0; i < z.size(); ++i)
+        if (z.as_int64(i) != 0) return;  // asymmetric weights: the op subtracts the zero points itself
+      std::vector<std::uint8_t> packed;
+      integer::detail::visit_int8(OpContextFor(r), w.dtype(), [&](auto tag) {
+        using TW = decltype(tag);
+        packed = simd::pack_b(w.template data<TW>(), static_cast<std::size_t>(w.dim(0)),
+                              static_cast<std::size_t>(w.dim(1)), static_cast<std::size_t>(w.dim(1)), false)
+                     .to_bytes();
+      }, "weight");
+      Tensor t(DType::uint8, Dims{static_cast<std::int64_t>(packed.size())});
+      std::memcpy(t.raw(), packed.data(), packed.size());
+      r.inputs.resize(9);
+      r.inputs.push_back(add_initializer(r.name + "_packed_weights", std::move(t)));
+    }
+
+    // An OpContext only for naming the node in errors of the shared helpers.
+    struct OpContextFor : OpContext {
+      explicit OpContextFor(const Node& n) : OpContext(n, 0, {}) {}
+    };
+
     Node convert(const Node& n, std::vector<std::size_t>& eaten) {
       const std::string& op = n.op_type;
       const bool fusable = op == "Conv" || op == "Gemm" || op == "MatMul" || op == "Add";
@@ -450,6 +475,7 @@ class IntegerModeT {
         const std::string b = op == "Gemm" ? bias_of(n, 2, sx, w.scales, N) : std::string();
         if (!b.empty()) in.push_back(b);
         r = make_node(n, "IntMatMul", in, o);
+        add_packed_weights(r, w.dq, initializer(wq, "weight"));
       } else if (op == "Add") {
         const Dq a = dequantize_of(n.inputs.at(0), "input a");
         const Dq b = dequantize_of(n.inputs.at(1), "input b");

@@ -128,7 +128,8 @@ template <class T>
 void apply_table(const Tensor& x, const std::array<T, 256>& table, Tensor& y) {
   const auto* px = static_cast<const std::uint8_t*>(x.raw());
   T* py = y.data<T>();
-  for (std::int64_t i = 0; i < x.size(); ++i) py[i] = table[px[i]];
+  const std::int64_t n = x.size();
+  for (std::int64_t i = 0; i < n; ++i) py[i] = table[px[i]];
 }
 
 // MLAS's logistic function (logistic.cpp constants, FMA3 kernel order of operations).
