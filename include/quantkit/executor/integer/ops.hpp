@@ -154,18 +154,14 @@ T* scratch(std::size_t n) {
 // parameters are equal (only the clamp applies), the scheme's multiplier in/out otherwise.
 // Computed for the 256 possible inputs once, then looked up.
 template <class Scheme>
+std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
+                                               const std::string& layer);
+
+template <class Scheme>
 Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Affine& out, IntRange clamp) {
-  const bool exact = in.scale == out.scale;
-  typename Scheme::Constants k{};
-  if (!exact) k = Scheme::make(static_cast<double>(in.scale) / static_cast<double>(out.scale), layer_of(ctx));
+  const auto values = requantize_table<Scheme>(in, out, clamp, layer_of(ctx));
   std::array<std::uint8_t, 256> table{};  // the output's bytes
-  for (int i = 0; i < 256; ++i) {
-    const std::int32_t v = (in.type == DType::int8 ? static_cast<std::int32_t>(static_cast<std::int8_t>(i)) : i) -
-                           in.zero_point;
-    table[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(
-        exact ? std::min(std::max(v + out.zero_point, clamp.qmin), clamp.qmax)
-              : ref::requantize_value<Scheme>(v, 0, k, out.zero_point, clamp.qmin, clamp.qmax));
-  }
+  for (std::size_t i = 0; i < 256; ++i) table[i] = static_cast<std::uint8_t>(values[i]);
   Tensor y(out.type, x.shape());
   const auto* px = static_cast<const std::uint8_t*>(x.raw());
   auto* py = static_cast<std::uint8_t*>(y.raw());
@@ -251,6 +247,26 @@ inline PaddedPlanes pad_planes(const std::uint8_t* x, std::int64_t Cg, const ops
       for (std::int64_t w = 0; w < W; ++w) dst[w] = static_cast<std::uint8_t>(src[w] ^ mask);
     }
   return pp;
+}
+
+// 1x1 windows (stride 1, no padding) of one image: the 4-deep k groups of a position are 4
+// consecutive channels at that position (zeros past Cg).
+inline void pack_pointwise(const std::uint8_t* x, std::int64_t Cg, std::int64_t P, std::int64_t col0, std::size_t panel,
+                           std::int64_t k4, std::uint8_t mask, std::uint8_t* packed) {
+  const auto upanel = static_cast<std::int64_t>(panel);
+  for (std::int64_t gk = 0; gk < k4 / 4; ++gk) {
+    const std::uint8_t* ch[4];
+    bool real[4];
+    for (std::int64_t r = 0; r < 4; ++r) {
+      real[r] = gk * 4 + r < Cg;
+      ch[r] = x + (real[r] ? gk * 4 + r : 0) * P;
+    }
+    for (std::int64_t p = 0; p < P; ++p) {
+      const std::int64_t col = col0 + p;
+      std::uint8_t* d = packed + (col / upanel) * k4 * upanel + gk * upanel * 4 + (col % upanel) * 4;
+      for (std::int64_t r = 0; r < 4; ++r) d[r] = real[r] ? static_cast<std::uint8_t>(ch[r][p] ^ mask) : 0;
+    }
+  }
 }
 
 // Copies n (small) bytes: the kernel width of one window row.
@@ -384,62 +400,81 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
   params.clamp_min = clamp.qmin;
   params.clamp_max = clamp.qmax;
   Tensor y(ya.type, out_shape);
-  auto requantize_view = [&](const View<const std::int32_t>& acc, std::int64_t c0, std::int64_t channels,
-                             const Dims& out_dims, const Dims& out_strides) {
+  // acc viewed as [channels, images, P] -> y from image block `image_offset` (= n0 M), channels c0...
+  auto requantize_view = [&](const View<const std::int32_t>& acc, std::int64_t image_offset, std::int64_t c0,
+                             std::int64_t channels, const Dims& out_dims, const Dims& out_strides) {
     RequantParams<Scheme> p = params;  // this group's channels
     p.constants.assign(params.constants.begin() + c0, params.constants.begin() + c0 + channels);
     p.bias.assign(folded.begin() + c0, folded.begin() + c0 + channels);
     p.channel_axis = 0;
-    auto* base = static_cast<std::uint8_t*>(y.raw()) + c0 * P;
+    auto* base = static_cast<std::uint8_t*>(y.raw()) + (image_offset + c0) * P;
     if (ya.type == DType::int8)
       simd::requantize(acc, p, View<std::int8_t>(reinterpret_cast<std::int8_t*>(base), out_dims, out_strides), layer_of(ctx));
     else
       simd::requantize(acc, p, View<std::uint8_t>(base, out_dims, out_strides), layer_of(ctx));
   };
 
-  if (Cg == 1 && Mg == 1) {  // depthwise
-    std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(N * M * P));
-    visit_int8(ctx, w.dtype(), [&](auto tag) {
-      using TW = decltype(tag);
-      if (g.stride[1] == 1 && g.stride[2] == 1)
-        depthwise_planar<TW>(px, N, C, w.data<TW>(), g, pad, mask, acc);
-      else
-        depthwise_accumulate<TW>(px, N, C, w.data<TW>(), g, pad, mask, acc);
-    }, "weight");
-    // acc [N, M, P] as [M, N, P]
-    requantize_view(View<const std::int32_t>(acc, Dims{M, N, P}, Dims{P, M * P, 1}), 0, M, Dims{M, N, P},
-                    Dims{P, M * P, 1});
+  // Images are processed in chunks whose int32 accumulators (~128 KiB) stay in cache until
+  // requantized.
+  const bool depthwise = Cg == 1 && Mg == 1;
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, std::int64_t{32768} / std::max<std::int64_t>((depthwise ? M : Mg) * P, 1));
+  if (depthwise) {
+    std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(chunk * M * P));
+    for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const std::int64_t nc = std::min(chunk, N - n0);
+      visit_int8(ctx, w.dtype(), [&](auto tag) {
+        using TW = decltype(tag);
+        const std::uint8_t* xc = px + n0 * C * in_size;
+        if (g.stride[1] == 1 && g.stride[2] == 1)
+          depthwise_planar<TW>(xc, nc, C, w.data<TW>(), g, pad, mask, acc);
+        else
+          depthwise_accumulate<TW>(xc, nc, C, w.data<TW>(), g, pad, mask, acc);
+      }, "weight");
+      // acc [nc, M, P] as [M, nc, P]
+      requantize_view(View<const std::int32_t>(acc, Dims{M, nc, P}, Dims{P, M * P, 1}), n0 * M, 0, M,
+                      Dims{M, nc, P}, Dims{P, M * P, 1});
+    }
     ctx.set_output(0, std::move(y));
     return true;
   }
 
   const std::size_t panel = kernels.panel;
-  const std::int64_t k4 = (KK + 3) / 4 * 4, cols = N * P;
+  const std::int64_t k4 = (KK + 3) / 4 * 4, cols = chunk * P;
   const std::int64_t panels = (cols + static_cast<std::int64_t>(panel) - 1) / static_cast<std::int64_t>(panel);
   std::uint8_t* packed = scratch<std::uint8_t, 2>(static_cast<std::size_t>(panels * k4) * panel + 64);
   std::uint8_t* row = scratch<std::uint8_t, 3>(static_cast<std::size_t>(k4));
   std::fill(row, row + k4, std::uint8_t{0});  // the k4 - KK padding stays 0
   std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(Mg * cols));
-  for (std::int64_t gi = 0; gi < group; ++gi) {
-    for (std::int64_t n = 0; n < N; ++n) {
-      const detail::PaddedPlanes pp = pad_planes(px + (n * C + gi * Cg) * in_size, Cg, g, pad, mask, 0);
-      pack_windows(pp, Cg, g, n * P, panel, k4, row, packed);
+  const bool pointwise = ops::is_pointwise(g);
+  for (std::int64_t gi = 0; gi < group; ++gi)
+    for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const std::int64_t nc = std::min(chunk, N - n0), nc_cols = nc * P;
+      for (std::int64_t n = 0; n < nc; ++n) {
+        const std::uint8_t* img = px + ((n0 + n) * C + gi * Cg) * in_size;
+        if (pointwise) {
+          pack_pointwise(img, Cg, P, n * P, panel, k4, mask, packed);
+        } else {
+          const detail::PaddedPlanes pp = pad_planes(img, Cg, g, pad, mask, 0);
+          pack_windows(pp, Cg, g, n * P, panel, k4, row, packed);
+        }
+      }
+      simd::GemmArgs args;
+      args.m = static_cast<std::size_t>(Mg);
+      args.n = static_cast<std::size_t>(nc_cols);
+      args.k = static_cast<std::size_t>(KK);
+      args.a = static_cast<const std::uint8_t*>(w.raw()) + gi * Mg * KK;
+      args.lda = static_cast<std::size_t>(KK);
+      args.a_signed = w_signed;
+      args.packed_b = packed;
+      args.packed_signed = x_signed_in_gemm;
+      args.c = acc;
+      args.ldc = static_cast<std::size_t>(nc_cols);
+      kernels.gemm(args);
+      // acc [Mg, nc, P] -> y[n0 + n, gi Mg + m, p]
+      requantize_view(View<const std::int32_t>(acc, Dims{Mg, nc, P}), n0 * M, gi * Mg, Mg, Dims{Mg, nc, P},
+                      Dims{P, M * P, 1});
     }
-    simd::GemmArgs args;
-    args.m = static_cast<std::size_t>(Mg);
-    args.n = static_cast<std::size_t>(cols);
-    args.k = static_cast<std::size_t>(KK);
-    args.a = static_cast<const std::uint8_t*>(w.raw()) + gi * Mg * KK;
-    args.lda = static_cast<std::size_t>(KK);
-    args.a_signed = w_signed;
-    args.packed_b = packed;
-    args.packed_signed = x_signed_in_gemm;
-    args.c = acc;
-    args.ldc = static_cast<std::size_t>(cols);
-    kernels.gemm(args);
-    // acc [Mg, N, P] -> y[n, gi Mg + m, p]
-    requantize_view(View<const std::int32_t>(acc, Dims{Mg, N, P}), gi * Mg, Mg, Dims{Mg, N, P}, Dims{P, M * P, 1});
-  }
   ctx.set_output(0, std::move(y));
   return true;
 }
@@ -944,24 +979,79 @@ inline void op_dequantize_linear_per_tensor(OpContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
+// ------------------------------------------------------------------ folded requantization
+// The 256 outputs of an 8-bit requantization, x -> clamp(Scheme(x - in.zp, in.scale / out.scale)
+// + out.zp), indexed by x's byte (exact when the scales are equal): what IntRequantize computes,
+// and what IntegerMode folds into the op producing its input.
+namespace detail {
+template <class Scheme>
+std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
+                                               const std::string& layer) {
+  const bool exact = in.scale == out.scale;
+  typename Scheme::Constants k{};
+  if (!exact) k = Scheme::make(static_cast<double>(in.scale) / static_cast<double>(out.scale), layer);
+  std::array<std::int32_t, 256> table{};
+  for (int i = 0; i < 256; ++i) {
+    const std::int32_t v = (in.type == DType::int8 ? static_cast<std::int32_t>(static_cast<std::int8_t>(i)) : i) -
+                           in.zero_point;
+    table[static_cast<std::size_t>(i)] = exact ? std::min(std::max(v + out.zero_point, clamp.qmin), clamp.qmax)
+                                              : ref::requantize_value<Scheme>(v, 0, k, out.zero_point, clamp.qmin, clamp.qmax);
+  }
+  return table;
+}
+}  // namespace detail
+
+// The op, then (attributes then_lut: 256 output values, then_type: 2 uint8 / 3 int8 as in
+// ONNX) the table of a requantization folded into it: one pass over bytes still in cache, no
+// separate node and tensor.
+template <void (*Op)(OpContext&)>
+void with_folded_table(OpContext& ctx) {
+  Op(ctx);
+  const graph::Attribute* a = ctx.node().find_attr("then_lut", graph::AttrKind::ints);
+  if (!a) return;
+  if (a->ints.size() != 256) ctx.fail("attribute 'then_lut' has ", a->ints.size(), " values; expected 256");
+  const std::int64_t code = ctx.node().attr_int("then_type", 2);
+  if (code != 2 && code != 3) ctx.fail("attribute 'then_type' is ", code, "; expected 2 (uint8) or 3 (int8)");
+  std::array<std::uint8_t, 256> table{};
+  for (std::size_t i = 0; i < 256; ++i) table[i] = static_cast<std::uint8_t>(a->ints[i]);
+  Tensor& y = ctx.output(0);
+  if (y.dtype() != DType::int8 && y.dtype() != DType::uint8)
+    ctx.fail("output has element type ", graph::to_string(y.dtype()), "; expected int8 or uint8 before 'then_lut'");
+  const DType type = code == 3 ? DType::int8 : DType::uint8;
+  const std::int64_t n = y.size();
+  const auto* src = static_cast<const std::uint8_t*>(y.raw());
+  if (type == y.dtype()) {
+    auto* dst = static_cast<std::uint8_t*>(y.raw());
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+    return;
+  }
+  Tensor z(type, y.shape());
+  auto* dst = static_cast<std::uint8_t*>(z.raw());
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+  ctx.set_output(0, std::move(z));
+}
+
 // Registers the integer ops for Scheme (domain kDomain) into r.
 template <class Scheme>
 void register_integer_ops(OpRegistry& r) {
+  auto add = [&](const char* op, OpFunction fn, std::vector<std::string> attributes, std::vector<std::size_t> shape_inputs) {
+    attributes.push_back("then_lut");
+    attributes.push_back("then_type");
+    r.add(op, fn, std::move(attributes), std::move(shape_inputs), kDomain);
+  };
   const std::vector<std::string> conv = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "clamp"};
-  const std::vector<std::string> pool = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "clamp"};
-  r.add("IntConv", op_int_conv<Scheme>, conv, {}, kDomain);
-  r.add("IntMatMul", op_int_matmul<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntAdd", op_int_add<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntRequantize", op_int_requantize<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntAveragePool", op_int_average_pool<Scheme, false>,
-        {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "clamp"}, {},
-        kDomain);
-  r.add("IntGlobalAveragePool", op_int_average_pool<Scheme, true>, {"clamp"}, {}, kDomain);
-  r.add("IntMaxPool", op_int_passthrough<Scheme, detail::max_pool_int8, 1>,
-        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides", "clamp"}, {}, kDomain);
-  r.add("IntFlatten", op_int_passthrough<Scheme, ops::op_flatten, 1>, {"axis", "clamp"}, {}, kDomain);
-  r.add("IntReshape", op_int_passthrough<Scheme, ops::op_reshape, 2>, {"allowzero", "clamp"}, {1}, kDomain);
-  r.add("IntConcat", op_int_concat<Scheme>, {"axis", "clamp"}, {}, kDomain);
+  add("IntConv", with_folded_table<op_int_conv<Scheme>>, conv, {});
+  add("IntMatMul", with_folded_table<op_int_matmul<Scheme>>, {"clamp"}, {});
+  add("IntAdd", with_folded_table<op_int_add<Scheme>>, {"clamp"}, {});
+  add("IntRequantize", with_folded_table<op_int_requantize<Scheme>>, {"clamp"}, {});
+  add("IntAveragePool", with_folded_table<op_int_average_pool<Scheme, false>>,
+      {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "clamp"}, {});
+  add("IntGlobalAveragePool", with_folded_table<op_int_average_pool<Scheme, true>>, {"clamp"}, {});
+  add("IntMaxPool", with_folded_table<op_int_passthrough<Scheme, detail::max_pool_int8, 1>>,
+      {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides", "clamp"}, {});
+  add("IntFlatten", with_folded_table<op_int_passthrough<Scheme, ops::op_flatten, 1>>, {"axis", "clamp"}, {});
+  add("IntReshape", with_folded_table<op_int_passthrough<Scheme, ops::op_reshape, 2>>, {"allowzero", "clamp"}, {1});
+  add("IntConcat", with_folded_table<op_int_concat<Scheme>>, {"axis", "clamp"}, {});
   // The float <-> integer boundaries of the rewritten graph, through the SIMD kernels.
   r.add("QuantizeLinear", op_quantize_linear_per_tensor, {"axis", "saturate"});
   r.add("DequantizeLinear", op_dequantize_linear_per_tensor, {"axis"});
