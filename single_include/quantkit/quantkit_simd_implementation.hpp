@@ -2302,8 +2302,10 @@ constexpr std::size_t kGemmPanel = HWY_LANES(std::int32_t);
 constexpr bool kGemmDot = false;
 #endif
 
-// A packed into rows of k4 (K rounded up to 4) zero-padded elements, rows rounded up to
-// kGemmMR (zero rows): bytes for the dot-product path, int16 for the widening path.
+// A packed into rows of k4 (K rounded up to 4) elements, rows rounded up to kGemmMR: bytes for
+// the dot-product path, int16 for the widening path. The padding (k >= K, rows >= M) is never
+// written: packed B is zero for k >= K and the extra rows' results are dropped. The buffer is
+// the calling thread's, grown when needed and kept: no allocation per call once warm.
 #if HWY_TARGET == HWY_AVX3_DL
 using GemmAElem = std::uint8_t;
 #else
@@ -2311,11 +2313,15 @@ using GemmAElem = std::int16_t;
 #endif
 
 template <int kUnused = 0>
-void GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows, std::vector<GemmAElem>& out) {
-  out.assign(rows * k4, GemmAElem{0});
+const GemmAElem* GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows) {
+  thread_local std::vector<GemmAElem> buffer;
+  if (buffer.size() < rows * k4) buffer.resize(rows * k4);
+  GemmAElem* out = buffer.data();
   for (std::size_t m = 0; m < a.m; ++m) {
-    GemmAElem* dst = out.data() + m * k4;
-    if (a.a_signed) {
+    GemmAElem* dst = out + m * k4;
+    if (std::is_same<GemmAElem, std::uint8_t>::value) {
+      std::memcpy(dst, static_cast<const std::uint8_t*>(a.a) + m * a.lda, a.k);  // int8 keeps its bytes
+    } else if (a.a_signed) {
       const auto* src = static_cast<const std::int8_t*>(a.a) + m * a.lda;
       for (std::size_t k = 0; k < a.k; ++k) dst[k] = static_cast<GemmAElem>(src[k]);
     } else {
@@ -2323,41 +2329,60 @@ void GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows, std::vector<
       for (std::size_t k = 0; k < a.k; ++k) dst[k] = static_cast<GemmAElem>(src[k]);
     }
   }
+  return out;
 }
 
 #if HWY_TARGET == HWY_AVX3_DL
 
-// kGemmMR rows x 32 columns; `a` holds kGemmMR rows of k4 bytes, `bp` one packed panel.
+// kGemmMR rows x 32 columns; `a` holds kGemmMR rows of k4 bytes, `bp` one packed panel. The
+// 16 accumulators are named variables, not an array: GCC 12 keeps an array of __m512i that
+// vpdpbusd updates in memory and copies it around every step (half the throughput).
+#define QUANTKIT_GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 template <bool kAUnsigned>
 QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t lda, std::size_t k4,
                                               const std::uint8_t* bp, bool /*b_signed*/,
                                               std::int32_t* c, std::size_t ldc, bool accumulate) {
-  __m512i acc0[kGemmMR], acc1[kGemmMR];
-  for (std::size_t r = 0; r < kGemmMR; ++r) {
-    acc0[r] = accumulate ? _mm512_loadu_si512(c + r * ldc) : _mm512_setzero_si512();
-    acc1[r] = accumulate ? _mm512_loadu_si512(c + r * ldc + 16) : _mm512_setzero_si512();
+  static_assert(kGemmMR == 8, "QUANTKIT_GEMM_ROWS lists 8 rows");
+#define QUANTKIT_GEMM_DECLARE(r) __m512i c##r##0, c##r##1;
+  QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_DECLARE)
+#undef QUANTKIT_GEMM_DECLARE
+  if (accumulate) {
+#define QUANTKIT_GEMM_LOAD(r)                          \
+  c##r##0 = _mm512_loadu_si512(c + (r) * ldc);         \
+  c##r##1 = _mm512_loadu_si512(c + (r) * ldc + 16);
+    QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_LOAD)
+#undef QUANTKIT_GEMM_LOAD
+  } else {
+#define QUANTKIT_GEMM_ZERO(r) c##r##0 = c##r##1 = _mm512_setzero_si512();
+    QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_ZERO)
+#undef QUANTKIT_GEMM_ZERO
   }
   for (std::size_t g = 0; g < k4; g += 4, bp += 128) {
     const __m512i b0 = _mm512_loadu_si512(bp);
     const __m512i b1 = _mm512_loadu_si512(bp + 64);
-    for (std::size_t r = 0; r < kGemmMR; ++r) {
-      std::int32_t word;
-      std::memcpy(&word, a + r * lda + g, 4);
-      const __m512i av = _mm512_set1_epi32(word);
-      if constexpr (kAUnsigned) {
-        acc0[r] = _mm512_dpbusd_epi32(acc0[r], av, b0);
-        acc1[r] = _mm512_dpbusd_epi32(acc1[r], av, b1);
-      } else {
-        acc0[r] = _mm512_dpbusd_epi32(acc0[r], b0, av);
-        acc1[r] = _mm512_dpbusd_epi32(acc1[r], b1, av);
-      }
-    }
+#define QUANTKIT_GEMM_STEP(r)                                   \
+  {                                                             \
+    std::int32_t word;                                          \
+    std::memcpy(&word, a + (r) * lda + g, 4);                   \
+    const __m512i av = _mm512_set1_epi32(word);                 \
+    if constexpr (kAUnsigned) {                                 \
+      c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, b0);           \
+      c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, b1);           \
+    } else {                                                    \
+      c##r##0 = _mm512_dpbusd_epi32(c##r##0, b0, av);           \
+      c##r##1 = _mm512_dpbusd_epi32(c##r##1, b1, av);           \
+    }                                                           \
   }
-  for (std::size_t r = 0; r < kGemmMR; ++r) {
-    _mm512_storeu_si512(c + r * ldc, acc0[r]);
-    _mm512_storeu_si512(c + r * ldc + 16, acc1[r]);
+    QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_STEP)
+#undef QUANTKIT_GEMM_STEP
   }
+#define QUANTKIT_GEMM_STORE(r)                          \
+  _mm512_storeu_si512(c + (r) * ldc, c##r##0);          \
+  _mm512_storeu_si512(c + (r) * ldc + 16, c##r##1);
+  QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_STORE)
+#undef QUANTKIT_GEMM_STORE
 }
+#undef QUANTKIT_GEMM_ROWS
 
 #elif HWY_TARGET == HWY_SCALAR
 
@@ -2430,15 +2455,15 @@ HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4
 #endif
 
 // Depth of a K block (multiple of 4): the packed B sliver of one panel (kGemmKC x panel
-// bytes) stays in L1 while every row block of A passes over it.
-constexpr std::size_t kGemmKC = 256;
+// bytes, 32 KiB on AVX3_DL) stays in L1 while every row block of A passes over it. Deep
+// blocks: each further block reloads and stores all of C (256 was 25% slower at K = 1024).
+constexpr std::size_t kGemmKC = 1024;
 
 template <bool kAUnsigned>
 void GemmLoop(const GemmArgs& a) {
   const std::size_t k4 = (a.k + 3) / 4 * 4;
   const std::size_t rows = (a.m + kGemmMR - 1) / kGemmMR * kGemmMR;
-  std::vector<GemmAElem> ap;
-  GemmPackA(a, k4, rows, ap);
+  const GemmAElem* ap = GemmPackA(a, k4, rows);
   const std::size_t panels = (a.n + kGemmPanel - 1) / kGemmPanel;
   HWY_ALIGN std::int32_t tile[kGemmMR * kGemmPanel];
   for (std::size_t k0 = 0; k0 < k4; k0 += kGemmKC) {
@@ -2450,7 +2475,7 @@ void GemmLoop(const GemmArgs& a) {
       const std::size_t cols = std::min(kGemmPanel, a.n - col0);
       for (std::size_t i = 0; i < a.m; i += kGemmMR) {
         const std::size_t nrows = std::min(kGemmMR, a.m - i);
-        const GemmAElem* arows = ap.data() + i * k4 + k0;
+        const GemmAElem* arows = ap + i * k4 + k0;
         std::int32_t* c = a.c + i * a.ldc + col0;
         if (nrows == kGemmMR && cols == kGemmPanel) {
           GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, c, a.ldc, accumulate);

@@ -1,6 +1,7 @@
 // The registry of every built-in op implementation (one register_* call per op family).
 #pragma once
 
+#include "quantkit/executor/ops/contrib_quantized.hpp"
 #include "quantkit/executor/ops/conv.hpp"
 #include "quantkit/executor/ops/elementwise.hpp"
 #include "quantkit/executor/ops/gemm.hpp"
@@ -21,6 +22,7 @@ inline OpRegistry make_builtin_registry() {
   ops::register_shape_ops(r);
   ops::register_reduce_ops(r);
   ops::register_quantized_ops(r);
+  ops::register_contrib_quantized_ops(r);  // com.microsoft QGemm, QLinearAdd, ...
   return r;
 }
 

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <set>
 #include <string>
@@ -139,6 +140,7 @@ class IntegerModeT {
       }
       g_.nodes = std::move(nodes);
       remove_dead_dequantize();
+      fold_requantize_tables();
     }
 
    private:
@@ -382,6 +384,30 @@ class IntegerModeT {
       return add_initializer(v + "_int32", std::move(q));
     }
 
+    // IntMatMul's prepared input [9] (see integer/ops.hpp): the weights [K, N] packed once for
+    // the int8 GEMM with uint8 A, when every weight zero point is 0.
+    void add_packed_weights(Node& r, const Dq& wdq, const Tensor& w) {
+      const Tensor& z = initializer(wdq.zp, "weight zero point");
+      for (std::int64_t i = 0; i < z.size(); ++i)
+        if (z.as_int64(i) != 0) return;  // asymmetric weights: the op subtracts the zero points itself
+      std::vector<std::uint8_t> packed;
+      integer::detail::visit_int8(OpContextFor(r), w.dtype(), [&](auto tag) {
+        using TW = decltype(tag);
+        packed = simd::pack_b(w.template data<TW>(), static_cast<std::size_t>(w.dim(0)),
+                              static_cast<std::size_t>(w.dim(1)), static_cast<std::size_t>(w.dim(1)), false)
+                     .to_bytes();
+      }, "weight");
+      Tensor t(DType::uint8, Dims{static_cast<std::int64_t>(packed.size())});
+      std::memcpy(t.raw(), packed.data(), packed.size());
+      r.inputs.resize(9);
+      r.inputs.push_back(add_initializer(r.name + "_packed_weights", std::move(t)));
+    }
+
+    // An OpContext only for naming the node in errors of the shared helpers.
+    struct OpContextFor : OpContext {
+      explicit OpContextFor(const Node& n) : OpContext(n, 0, {}) {}
+    };
+
     Node convert(const Node& n, std::vector<std::size_t>& eaten) {
       const std::string& op = n.op_type;
       const bool fusable = op == "Conv" || op == "Gemm" || op == "MatMul" || op == "Add";
@@ -450,6 +476,7 @@ class IntegerModeT {
         const std::string b = op == "Gemm" ? bias_of(n, 2, sx, w.scales, N) : std::string();
         if (!b.empty()) in.push_back(b);
         r = make_node(n, "IntMatMul", in, o);
+        add_packed_weights(r, w.dq, initializer(wq, "weight"));
       } else if (op == "Add") {
         const Dq a = dequantize_of(n.inputs.at(0), "input a");
         const Dq b = dequantize_of(n.inputs.at(1), "input b");
@@ -497,6 +524,64 @@ class IntegerModeT {
       }
       if (o.act && op != "Relu" && op != "Clip") clamp_attr(r, o.act);
       return r;
+    }
+
+    // An IntRequantize (a standalone Relu/Clip, or a change of scale) whose input another
+    // integer op makes for it alone is computed by that op: its 256-entry table becomes the
+    // op's then_lut (composed with one already there) and the node goes. The same integers, one
+    // pass over the data instead of a node, a tensor and a pass.
+    void fold_requantize_tables() {
+      for (bool changed = true; changed;) {
+        changed = false;
+        const auto producers = g_.producers();
+        const auto consumers = g_.consumers();
+        for (std::size_t i = 0; i < g_.nodes.size() && !changed; ++i) {
+          const Node& r = g_.nodes[i];
+          if (r.domain != integer::kDomain || r.op_type != "IntRequantize" || r.inputs.size() != 5) continue;
+          const std::string q1 = r.inputs[0];
+          auto p = producers.find(q1);
+          auto c = consumers.find(q1);
+          if (p == producers.end() || c == consumers.end() || c->second.size() != 1 || g_.is_output(q1)) continue;
+          Node& prod = g_.nodes[p->second];
+          if (prod.domain != integer::kDomain) continue;
+          auto affine_of = [&](const std::string& s, const std::string& z) {
+            integer::detail::Affine a;
+            a.scale = initializer(s, "scale").template data<float>()[0];
+            const Tensor& zt = initializer(z, "zero point");
+            a.zero_point = static_cast<std::int32_t>(zt.as_int64(0));
+            a.type = zt.dtype();
+            return a;
+          };
+          integer::detail::Affine in, out;
+          try {
+            in = affine_of(r.inputs[1], r.inputs[2]);
+            out = affine_of(r.inputs[3], r.inputs[4]);
+          } catch (const Reject&) {
+            continue;
+          }
+          IntRange clamp = integer::detail::range_of(out.type);
+          const auto c2 = r.attr_ints("clamp");
+          if (c2.size() == 2) {
+            clamp.qmin = static_cast<std::int32_t>(std::max<std::int64_t>(clamp.qmin, c2[0]));
+            clamp.qmax = static_cast<std::int32_t>(std::min<std::int64_t>(clamp.qmax, c2[1]));
+            if (clamp.qmin > clamp.qmax) clamp.qmin = clamp.qmax;
+          }
+          const auto table = integer::detail::requantize_table<Scheme>(in, out, clamp, label(r));
+          std::vector<std::int64_t> lut(256);
+          const graph::Attribute* before = prod.find_attr("then_lut", graph::AttrKind::ints);
+          for (std::size_t b = 0; b < 256; ++b) {
+            const std::size_t byte = before ? static_cast<std::uint8_t>(before->ints[b]) : b;
+            lut[b] = table[byte];
+          }
+          prod.attributes["then_lut"] = graph::Attribute::make_ints(std::move(lut));
+          prod.attributes["then_type"] = graph::Attribute::make_int(out.type == DType::int8 ? 3 : 2);
+          prod.outputs[0] = r.outputs[0];
+          for (auto& info : report_)
+            if (info.node == r.name && info.integer) info.detail += " (folded into " + label(prod) + "'s output)";
+          g_.nodes.erase(g_.nodes.begin() + static_cast<std::ptrdiff_t>(i));
+          changed = true;
+        }
+      }
     }
 
     // DequantizeLinear nodes whose outputs nobody reads any more.

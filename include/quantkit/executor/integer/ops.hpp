@@ -15,16 +15,24 @@
 //              integers, then a requantization where the output parameters differ
 //   IntConcat  (x0, s0, z0, x1, s1, z1, ..., ys, yz)           inputs requantized, then joined
 // Scales are float32 scalars (ws, bs: scalar or one per output channel), zero points scalars
-// of the data's type. The real multipliers are computed in float32 for FloatMultiplier
-// (s_x * s_w / s_y as ONNX Runtime does, so FloatMultiplier<RoundHalfEven> reproduces
-// QLinearConv/QLinearMatMul bit for bit) and in double for the other schemes.
+// of the data's type.
+//
+// Fast paths. IntConv with weight zero points 0 runs depthwise convolutions plane by plane and
+// the others as one GEMM per group, C^T = W [Mg x KK] * windows [KK x N P], the windows written
+// straight into the int8 GEMM kernels' packed-B layout (NCHW out, no transpose); the input zero
+// point times the weight sums is folded into the bias (the data fed as uint8: int8 is read XOR
+// 0x80 with zero point z + 128). IntMatMul takes one more input, [9] the weights packed once
+// by IntegerMode::prepare (simd::PackedB::to_bytes, for uint8 A; only when the weight zero
+// points are 0), and folds z'_a * colsum(B) into the bias the same way. The same integers as
+// the general path; scratch buffers belong to the calling thread and are kept (no allocation
+// per call for them once warm).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -33,6 +41,7 @@
 #include "quantkit/executor/ops/conv.hpp"
 #include "quantkit/executor/ops/gemm.hpp"
 #include "quantkit/executor/ops/pool.hpp"
+#include "quantkit/executor/ops/quantized.hpp"
 #include "quantkit/executor/ops/shape.hpp"
 #include "quantkit/executor/registry.hpp"
 #include "quantkit/policy/format.hpp"
@@ -132,30 +141,33 @@ Tensor requantize(const OpContext& ctx, const std::vector<std::int32_t>& acc, co
   return y;
 }
 
+// A buffer of n T's owned by the calling thread (slot: one per concurrent use), grown when
+// needed and kept.
+template <class T, int kSlot>
+T* scratch(std::size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
 // x (int8/uint8) rescaled from `in` to `out` parameters with the clamp: exact when the
 // parameters are equal (only the clamp applies), the scheme's multiplier in/out otherwise.
+// Computed for the 256 possible inputs once, then looked up.
+template <class Scheme>
+std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
+                                               const std::string& layer);
+
 template <class Scheme>
 Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Affine& out, IntRange clamp) {
-  std::vector<std::int32_t> acc(static_cast<std::size_t>(x.size()));
-  graph::visit_dtype(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = x.data<T>();
-    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<std::int32_t>(px[i]) - in.zero_point;
-  });
-  if (in.scale == out.scale) {  // exact: shift the zero point, clamp
-    Tensor y(out.type, x.shape());
-    graph::visit_dtype(out.type, [&](auto tag) {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>) {
-        T* py = y.data<T>();
-        for (std::size_t i = 0; i < acc.size(); ++i)
-          py[i] = static_cast<T>(std::min(std::max(acc[i] + out.zero_point, clamp.qmin), clamp.qmax));
-      }
-    });
-    return y;
-  }
-  const double m = static_cast<double>(in.scale) / static_cast<double>(out.scale);
-  return requantize<Scheme>(ctx, acc, x.shape(), -1, {m}, {}, out.type, out.zero_point, clamp);
+  const auto values = requantize_table<Scheme>(in, out, clamp, layer_of(ctx));
+  std::array<std::uint8_t, 256> table{};  // the output's bytes
+  for (std::size_t i = 0; i < 256; ++i) table[i] = static_cast<std::uint8_t>(values[i]);
+  Tensor y(out.type, x.shape());
+  const auto* px = static_cast<const std::uint8_t*>(x.raw());
+  auto* py = static_cast<std::uint8_t*>(y.raw());
+  const std::int64_t n = x.size();  // (a local: the byte stores may alias anything else)
+  for (std::int64_t i = 0; i < n; ++i) py[i] = table[px[i]];
+  return y;
 }
 
 // Weight zero points: scalar or one per output channel, as int32.
@@ -199,6 +211,323 @@ void visit_int8(const OpContext& ctx, DType t, F&& f, const char* what) {
 
 }  // namespace detail
 
+// ------------------------------------------------------------------ prepared fast paths
+namespace detail {
+
+// The data as uint8 for the GEMM: int8 is XORed with 0x80 (value + 128), so (x - z) stays
+// (x' - (z + 128)).
+inline std::uint8_t to_unsigned_mask(DType t) { return t == DType::int8 ? 0x80 : 0x00; }
+
+// The geometry of a convolution as 2-D planes (depth extents 1) whose kernel rows are
+// contiguous (no dilation along the width): the fast paths below.
+inline bool planar(const ops::WindowGeometry& g) {
+  return g.in[0] == 1 && g.kernel[0] == 1 && g.out[0] == 1 && g.dilation[2] == 1;
+}
+
+// Cg channel planes of one image, padded with the zero point (XOR mask applied to all):
+// pp[c][(h + pad_top) * wp + w + pad_left] = x[c][h][w]. wp, hp: the padded extents (enough
+// for every window, plus `slack` bytes after the last plane).
+struct PaddedPlanes {
+  std::int64_t hp = 0, wp = 0;
+  std::uint8_t* data = nullptr;
+};
+inline PaddedPlanes pad_planes(const std::uint8_t* x, std::int64_t Cg, const ops::WindowGeometry& g, std::uint8_t pad,
+                               std::uint8_t mask, std::size_t slack) {
+  PaddedPlanes pp;
+  pp.hp = std::max(g.pad_begin[1] + g.in[1], (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1);
+  pp.wp = std::max(g.pad_begin[2] + g.in[2], (g.out[2] - 1) * g.stride[2] + g.kernel[2]);
+  const std::size_t plane = static_cast<std::size_t>(pp.hp * pp.wp);
+  pp.data = scratch<std::uint8_t, 4>(static_cast<std::size_t>(Cg) * plane + slack);
+  std::memset(pp.data, pad ^ mask, static_cast<std::size_t>(Cg) * plane + slack);
+  const std::int64_t H = g.in[1], W = g.in[2], top = g.pad_begin[1], left = g.pad_begin[2], wp = pp.wp;
+  for (std::int64_t c = 0; c < Cg; ++c)
+    for (std::int64_t h = 0; h < H; ++h) {
+      const std::uint8_t* src = x + (c * H + h) * W;
+      std::uint8_t* dst = pp.data + static_cast<std::size_t>(c) * plane + (h + top) * wp + left;
+      for (std::int64_t w = 0; w < W; ++w) dst[w] = static_cast<std::uint8_t>(src[w] ^ mask);
+    }
+  return pp;
+}
+
+// 1x1 windows (stride 1, no padding) of one image: the 4-deep k groups of a position are 4
+// consecutive channels at that position (zeros past Cg).
+inline void pack_pointwise(const std::uint8_t* x, std::int64_t Cg, std::int64_t P, std::int64_t col0, std::size_t panel,
+                           std::int64_t k4, std::uint8_t mask, std::uint8_t* packed) {
+  const auto upanel = static_cast<std::int64_t>(panel);
+  for (std::int64_t gk = 0; gk < k4 / 4; ++gk) {
+    const std::uint8_t* ch[4];
+    bool real[4];
+    for (std::int64_t r = 0; r < 4; ++r) {
+      real[r] = gk * 4 + r < Cg;
+      ch[r] = x + (real[r] ? gk * 4 + r : 0) * P;
+    }
+    for (std::int64_t p = 0; p < P; ++p) {
+      const std::int64_t col = col0 + p;
+      std::uint8_t* d = packed + (col / upanel) * k4 * upanel + gk * upanel * 4 + (col % upanel) * 4;
+      for (std::int64_t r = 0; r < 4; ++r) d[r] = real[r] ? static_cast<std::uint8_t>(ch[r][p] ^ mask) : 0;
+    }
+  }
+}
+
+// Copies n (small) bytes: the kernel width of one window row.
+inline void copy_small(std::uint8_t* d, const std::uint8_t* s, std::int64_t n) {
+  switch (n) {
+    case 1: d[0] = s[0]; return;
+    case 2: std::memcpy(d, s, 2); return;
+    case 3: std::memcpy(d, s, 3); return;
+    case 5: std::memcpy(d, s, 5); return;
+    case 7: std::memcpy(d, s, 7); return;
+    default: for (std::int64_t i = 0; i < n; ++i) d[i] = s[i];
+  }
+}
+
+// The windows of the output positions of one image, written as columns `col0`... of the GEMM
+// kernels' packed B (see simd/gemm_abi.hpp): column j * panel + c of 4-deep k groups holds the
+// window's bytes (channel, kernel row, kernel column order; zeros past KK). `row` is a k4-byte
+// buffer.
+inline void pack_windows(const PaddedPlanes& pp, std::int64_t Cg, const ops::WindowGeometry& g, std::int64_t col0,
+                         std::size_t panel, std::int64_t k4, std::uint8_t* row, std::uint8_t* packed) {
+  const std::int64_t kh_n = g.kernel[1], kw_n = g.kernel[2], plane = pp.hp * pp.wp, groups = k4 / 4;
+  const std::int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], wp = pp.wp;
+  const auto upanel = static_cast<std::int64_t>(panel);
+  std::int64_t col = col0;
+  for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+    for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++col) {
+      std::uint8_t* d = row;
+      const std::uint8_t* base = pp.data + oh * sh * wp + ow * sw;
+      for (std::int64_t c = 0; c < Cg; ++c) {
+        const std::uint8_t* src = base + c * plane;
+        for (std::int64_t kh = 0; kh < kh_n; ++kh, d += kw_n, src += dh * wp) copy_small(d, src, kw_n);
+      }
+      std::uint8_t* dst = packed + (col / upanel) * k4 * upanel + (col % upanel) * 4;
+      for (std::int64_t gk = 0; gk < groups; ++gk) std::memcpy(dst + gk * upanel * 4, row + gk * 4, 4);
+    }
+}
+
+// Depthwise, planar, stride 1: per kernel tap one long multiply-add over the padded width
+// (the columns past the output width are computed and dropped).
+template <class TW>
+void depthwise_planar(const std::uint8_t* x, std::int64_t N, std::int64_t C, const TW* w, const ops::WindowGeometry& g,
+                      std::uint8_t pad, std::uint8_t mask, std::int32_t* acc) {
+  const std::int64_t ks = g.kernel_size(), OH = g.out[1], OW = g.out[2], P = OH * OW;
+  const std::int64_t in_size = g.in_size();
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < C; ++c) {
+      const PaddedPlanes pp = pad_planes(x + (n * C + c) * in_size, 1, g, pad, mask, static_cast<std::size_t>(g.kernel[2]));
+      const std::int64_t wide = OH * pp.wp;
+      std::int32_t* sum = scratch<std::int32_t, 5>(static_cast<std::size_t>(wide));
+      std::fill(sum, sum + wide, 0);
+      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const std::int32_t wk = w[c * ks + kh * g.kernel[2] + kw];
+          const std::uint8_t* src = pp.data + kh * g.dilation[1] * pp.wp + kw;
+          for (std::int64_t i = 0; i < wide; ++i) sum[i] += wk * static_cast<std::int32_t>(src[i]);
+        }
+      std::int32_t* out = acc + (n * C + c) * P;
+      for (std::int64_t oh = 0; oh < OH; ++oh) std::copy(sum + oh * pp.wp, sum + oh * pp.wp + OW, out + oh * OW);
+    }
+}
+
+// Depthwise (one input and one output channel per group): acc[n, c, p] = sum_k w[c, k] x'[...],
+// the window values gathered per plane (im2col of one channel), then a vectorizable sum.
+template <class TW>
+void depthwise_accumulate(const std::uint8_t* x, std::int64_t N, std::int64_t C, const TW* w,
+                          const ops::WindowGeometry& g, std::uint8_t pad, std::uint8_t mask, std::int32_t* acc) {
+  const std::int64_t P = g.out_size(), in_size = g.in_size(), ks = g.kernel_size();
+  std::uint8_t* col = scratch<std::uint8_t, 1>(static_cast<std::size_t>(ks * P));
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < C; ++c) {
+      ops::im2col(x + (n * C + c) * in_size, 1, g, pad, col);
+      std::int32_t* out = acc + (n * C + c) * P;
+      std::fill(out, out + P, 0);
+      for (std::int64_t k = 0; k < ks; ++k) {
+        const std::int32_t wk = w[c * ks + k];
+        const std::uint8_t* src = col + k * P;
+        for (std::int64_t p = 0; p < P; ++p) out[p] += wk * static_cast<std::int32_t>(src[p] ^ mask);
+      }
+    }
+}
+
+}  // namespace detail
+
+// IntConv when every weight zero point is 0. Depthwise: accumulated per plane. Otherwise, per
+// group, C^T = W_g [Mg x KK] * windows [KK x N P] on the int8 GEMM kernels: the windows are
+// written straight into the kernels' packed-B layout, the weights are the A side, and each
+// output channel's accumulators come out as one row (NCHW, no transpose). The activations are
+// fed as uint8 (int8 XOR 0x80) against int8 weights, or as int8 against uint8 weights where the
+// kernels need mixed signs; (x - z_x) w = x' w - z'_x w, so z'_x sum_k w[m][k] is folded into the
+// bias. Returns false (the caller takes the general path) for 3-D windows or kernel dilation
+// along the width.
+namespace detail {
+template <class Scheme>
+bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affine& ya, const std::vector<float>& ws,
+                   const std::vector<std::int32_t>& bias) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(3);
+  const std::int64_t group = ctx.node().attr_int("group", 1);
+  const ops::WindowGeometry g = ops::conv_geometry(ctx, x.shape(), w.shape(), group);
+  if (!detail::planar(g)) return false;
+  const std::int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0);
+  const std::int64_t Cg = C / group, Mg = M / group, KK = Cg * g.kernel_size(), P = g.out_size(), in_size = g.in_size();
+  const Dims out_shape = ops::conv_output_shape(x.shape(), M, g);
+  const simd::GemmKernels& kernels = simd::gemm_kernels();
+  const bool w_signed = w.dtype() == DType::int8;
+  // The activations' signedness in the GEMM: the other one than the weights' where the kernels
+  // need mixed signs, else unsigned.
+  const bool x_signed_in_gemm = kernels.needs_mixed_signs && !w_signed;
+  const std::uint8_t mask = static_cast<std::uint8_t>((x.dtype() == DType::int8) != x_signed_in_gemm ? 0x80 : 0x00);
+  // z'_x: the zero point as the GEMM sees it.
+  const std::int32_t zx = xa.zero_point + (x.dtype() == DType::int8 && !x_signed_in_gemm ? 128 : 0) -
+                          (x.dtype() == DType::uint8 && x_signed_in_gemm ? 128 : 0);
+  const auto pad = static_cast<std::uint8_t>(xa.zero_point);  // the zero point's bits in x's type
+  const auto* px = static_cast<const std::uint8_t*>(x.raw());
+  std::vector<std::int32_t> folded(static_cast<std::size_t>(M));
+  visit_int8(ctx, w.dtype(), [&](auto tag) {
+    using TW = decltype(tag);
+    const TW* pw = w.data<TW>();
+    for (std::int64_t m = 0; m < M; ++m) {
+      std::uint32_t sum = 0;
+      for (std::int64_t k = 0; k < KK; ++k) sum += static_cast<std::uint32_t>(std::int32_t{pw[m * KK + k]});
+      const std::uint32_t b = bias.empty() ? 0u : static_cast<std::uint32_t>(bias[static_cast<std::size_t>(m)]);
+      folded[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(b - static_cast<std::uint32_t>(zx) * sum);
+    }
+  }, "weight");
+  std::vector<double> mult;
+  for (std::int64_t m = 0; m < M; ++m)
+    mult.push_back(multiplier<Scheme>(xa.scale, ws[ws.size() == 1 ? 0 : static_cast<std::size_t>(m)], ya.scale));
+  auto params = RequantParams<Scheme>::make(mult, range_of(ya.type), ya.zero_point, layer_of(ctx));
+  const IntRange clamp = clamp_of(ctx, ya.type);
+  params.clamp_min = clamp.qmin;
+  params.clamp_max = clamp.qmax;
+  Tensor y(ya.type, out_shape);
+  // acc viewed as [channels, images, P] -> y from image block `image_offset` (= n0 M), channels c0...
+  auto requantize_view = [&](const View<const std::int32_t>& acc, std::int64_t image_offset, std::int64_t c0,
+                             std::int64_t channels, const Dims& out_dims, const Dims& out_strides) {
+    RequantParams<Scheme> p = params;  // this group's channels
+    p.constants.assign(params.constants.begin() + c0, params.constants.begin() + c0 + channels);
+    p.bias.assign(folded.begin() + c0, folded.begin() + c0 + channels);
+    p.channel_axis = 0;
+    auto* base = static_cast<std::uint8_t*>(y.raw()) + (image_offset + c0) * P;
+    if (ya.type == DType::int8)
+      simd::requantize(acc, p, View<std::int8_t>(reinterpret_cast<std::int8_t*>(base), out_dims, out_strides), layer_of(ctx));
+    else
+      simd::requantize(acc, p, View<std::uint8_t>(base, out_dims, out_strides), layer_of(ctx));
+  };
+
+  // Images are processed in chunks whose int32 accumulators (~128 KiB) stay in cache until
+  // requantized.
+  const bool depthwise = Cg == 1 && Mg == 1;
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, std::int64_t{32768} / std::max<std::int64_t>((depthwise ? M : Mg) * P, 1));
+  if (depthwise) {
+    std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(chunk * M * P));
+    for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const std::int64_t nc = std::min(chunk, N - n0);
+      visit_int8(ctx, w.dtype(), [&](auto tag) {
+        using TW = decltype(tag);
+        const std::uint8_t* xc = px + n0 * C * in_size;
+        if (g.stride[1] == 1 && g.stride[2] == 1)
+          depthwise_planar<TW>(xc, nc, C, w.data<TW>(), g, pad, mask, acc);
+        else
+          depthwise_accumulate<TW>(xc, nc, C, w.data<TW>(), g, pad, mask, acc);
+      }, "weight");
+      // acc [nc, M, P] as [M, nc, P]
+      requantize_view(View<const std::int32_t>(acc, Dims{M, nc, P}, Dims{P, M * P, 1}), n0 * M, 0, M,
+                      Dims{M, nc, P}, Dims{P, M * P, 1});
+    }
+    ctx.set_output(0, std::move(y));
+    return true;
+  }
+
+  const std::size_t panel = kernels.panel;
+  const std::int64_t k4 = (KK + 3) / 4 * 4, cols = chunk * P;
+  const std::int64_t panels = (cols + static_cast<std::int64_t>(panel) - 1) / static_cast<std::int64_t>(panel);
+  std::uint8_t* packed = scratch<std::uint8_t, 2>(static_cast<std::size_t>(panels * k4) * panel + 64);
+  std::uint8_t* row = scratch<std::uint8_t, 3>(static_cast<std::size_t>(k4));
+  std::fill(row, row + k4, std::uint8_t{0});  // the k4 - KK padding stays 0
+  std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(Mg * cols));
+  const bool pointwise = ops::is_pointwise(g);
+  for (std::int64_t gi = 0; gi < group; ++gi)
+    for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
+      const std::int64_t nc = std::min(chunk, N - n0), nc_cols = nc * P;
+      for (std::int64_t n = 0; n < nc; ++n) {
+        const std::uint8_t* img = px + ((n0 + n) * C + gi * Cg) * in_size;
+        if (pointwise) {
+          pack_pointwise(img, Cg, P, n * P, panel, k4, mask, packed);
+        } else {
+          const detail::PaddedPlanes pp = pad_planes(img, Cg, g, pad, mask, 0);
+          pack_windows(pp, Cg, g, n * P, panel, k4, row, packed);
+        }
+      }
+      simd::GemmArgs args;
+      args.m = static_cast<std::size_t>(Mg);
+      args.n = static_cast<std::size_t>(nc_cols);
+      args.k = static_cast<std::size_t>(KK);
+      args.a = static_cast<const std::uint8_t*>(w.raw()) + gi * Mg * KK;
+      args.lda = static_cast<std::size_t>(KK);
+      args.a_signed = w_signed;
+      args.packed_b = packed;
+      args.packed_signed = x_signed_in_gemm;
+      args.c = acc;
+      args.ldc = static_cast<std::size_t>(nc_cols);
+      kernels.gemm(args);
+      // acc [Mg, nc, P] -> y[n0 + n, gi Mg + m, p]
+      requantize_view(View<const std::int32_t>(acc, Dims{Mg, nc, P}), n0 * M, gi * Mg, Mg, Dims{Mg, nc, P},
+                      Dims{P, M * P, 1});
+    }
+  ctx.set_output(0, std::move(y));
+  return true;
+}
+}  // namespace detail
+
+// IntMatMul with prepared weights (input 9: packed for uint8 A, weight zero points 0): a
+// [..., K] (int8 read XOR 0x80) x B [K, N]; z'_a colsum(B) folded into the bias.
+template <class Scheme>
+void int_matmul_prepared(OpContext& ctx, const detail::Affine& aa, const detail::Affine& ya,
+                         const std::vector<float>& bs, const std::vector<std::int32_t>& bias) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  const Tensor& packed = ctx.input(9, DType::uint8);
+  const std::int64_t K = b.dim(0), N = b.dim(1), M = K == 0 ? 0 : a.size() / K;
+  const simd::PackedBView pb = simd::PackedBView::from_bytes(packed.raw(), packed.nbytes(),
+                                                             detail::layer_of(ctx) + " packed weights");
+  if (static_cast<std::int64_t>(pb.k) != K || static_cast<std::int64_t>(pb.n) != N || pb.a_signed)
+    ctx.fail("prepared weights are ", pb.k, " x ", pb.n, " for ", pb.a_signed ? "int8" : "uint8", " A; expected ", K,
+             " x ", N, " for uint8 A");
+  const auto* pa = static_cast<const std::uint8_t*>(a.raw());
+  const std::int32_t za = aa.zero_point + (a.dtype() == DType::int8 ? 128 : 0);
+  if (a.dtype() == DType::int8) {  // as uint8: x XOR 0x80
+    const std::int64_t n = a.size();
+    std::uint8_t* u = detail::scratch<std::uint8_t, 2>(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) u[i] = static_cast<std::uint8_t>(pa[i] ^ 0x80);
+    pa = u;
+  }
+  std::vector<std::int32_t> folded(static_cast<std::size_t>(N));
+  for (std::int64_t n = 0; n < N; ++n) {
+    const std::uint32_t bv = bias.empty() ? 0u : static_cast<std::uint32_t>(bias[static_cast<std::size_t>(n)]);
+    folded[static_cast<std::size_t>(n)] = static_cast<std::int32_t>(
+        bv - static_cast<std::uint32_t>(za) * static_cast<std::uint32_t>(pb.column_sums[n]));
+  }
+  std::int32_t* acc = detail::scratch<std::int32_t, 0>(static_cast<std::size_t>(M * N));
+  simd::gemm_s32(static_cast<std::size_t>(M), pa, static_cast<std::size_t>(K), pb, acc, static_cast<std::size_t>(N));
+  Dims out_shape = a.shape();
+  out_shape[a.rank() - 1] = N;
+  std::vector<double> m;
+  for (std::int64_t n = 0; n < N; ++n)
+    m.push_back(detail::multiplier<Scheme>(aa.scale, bs[bs.size() == 1 ? 0 : static_cast<std::size_t>(n)], ya.scale));
+  auto p = RequantParams<Scheme>::make(m, detail::range_of(ya.type), ya.zero_point, detail::layer_of(ctx));
+  p.bias = std::move(folded);
+  const IntRange clamp = detail::clamp_of(ctx, ya.type);
+  p.clamp_min = clamp.qmin;
+  p.clamp_max = clamp.qmax;
+  p.channel_axis = out_shape.rank - 1;
+  Tensor y(ya.type, out_shape);
+  const View<const std::int32_t> av(acc, out_shape);
+  if (ya.type == DType::int8) simd::requantize(av, p, y.view<std::int8_t>(), detail::layer_of(ctx));
+  else simd::requantize(av, p, y.view<std::uint8_t>(), detail::layer_of(ctx));
+  ctx.set_output(0, std::move(y));
+}
+
 // ------------------------------------------------------------------ IntConv
 template <class Scheme>
 void op_int_conv(OpContext& ctx) {
@@ -215,6 +544,9 @@ void op_int_conv(OpContext& ctx) {
   const auto ws = detail::weight_scales(ctx, 4, M);
   const auto wz = detail::weight_zero_points(ctx, 5, w, M);
   const auto bias = detail::bias_of(ctx, 8, M);
+  if (std::all_of(wz.begin(), wz.end(), [](std::int32_t z) { return z == 0; }) &&
+      detail::int_conv_fast<Scheme>(ctx, xa, ya, ws, bias))
+    return;
   const Dims out_shape = ops::conv_output_shape(x.shape(), M, g);
   std::vector<std::int32_t> acc(static_cast<std::size_t>(out_shape.product()));
   const bool pointwise = ops::is_pointwise(g);
@@ -269,6 +601,10 @@ void op_int_matmul(OpContext& ctx) {
   const auto bs = detail::weight_scales(ctx, 4, N);
   const auto bz = detail::weight_zero_points(ctx, 5, b, N);
   const auto bias = detail::bias_of(ctx, 8, N);
+  if (ctx.has_input(9)) {
+    int_matmul_prepared<Scheme>(ctx, aa, ya, bs, bias);
+    return;
+  }
   Dims out_shape = a.shape();
   out_shape[a.rank() - 1] = N;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(M * N));
@@ -335,6 +671,119 @@ void op_int_requantize(OpContext& ctx) {
 }
 
 // ------------------------------------------------------------------ pooling
+namespace detail {
+
+// Along one (padded-to-3) dimension, for every output index: the first window position, and
+// the kernel taps [k0, k1) that land inside the input (and [p0, p1) inside the padded input,
+// the end padding included, ceil-mode overhang excluded).
+struct WindowRange {
+  std::vector<std::int64_t> start, k0, k1, p0, p1;
+};
+inline WindowRange window_range(const ops::WindowGeometry& g, int d) {
+  WindowRange r;
+  const std::int64_t in = g.in[d], dil = g.dilation[d], K = g.kernel[d];
+  auto first_tap = [&](std::int64_t s, std::int64_t lo) {  // smallest k with s + k dil >= lo
+    return s >= lo ? 0 : std::min(K, (lo - s + dil - 1) / dil);
+  };
+  auto end_tap = [&](std::int64_t s, std::int64_t hi) {  // one past the largest k with s + k dil < hi
+    return s >= hi ? 0 : std::min(K, (hi - 1 - s) / dil + 1);
+  };
+  for (std::int64_t o = 0; o < g.out[d]; ++o) {
+    const std::int64_t s = o * g.stride[d] - g.pad_begin[d];
+    r.start.push_back(s);
+    r.k0.push_back(first_tap(s, 0));
+    r.k1.push_back(std::max(r.k0.back(), end_tap(s, in)));
+    r.p0.push_back(first_tap(s, -g.pad_begin[d]));
+    r.p1.push_back(std::max(r.p0.back(), end_tap(s, in + g.pad_end[d])));
+  }
+  return r;
+}
+
+// Non-overlapping 2-D windows: stride = kernel, no padding or dilation, the image a multiple
+// of the kernel (MaxPool/AveragePool 2x2 stride 2 on even sizes).
+inline bool tiled_windows(const ops::WindowGeometry& g) {
+  if (g.in[0] != 1 || g.kernel[0] != 1) return false;
+  for (int d = 1; d < 3; ++d)
+    if (g.stride[d] != g.kernel[d] || g.dilation[d] != 1 || g.pad_begin[d] != 0 || g.pad_end[d] != 0 ||
+        g.in[d] % g.kernel[d] != 0 || g.out[d] != g.in[d] / g.kernel[d])
+      return false;
+  return true;
+}
+
+// Reduces tiled windows over `planes` planes: out[plane, oh, ow] = f over the window, f
+// combining an accumulator Acc with values T (max: Acc = T, sum: Acc = int32), starting from
+// `init`, its identity.
+template <class T, class Acc, class F>
+void reduce_tiled(const T* x, std::int64_t planes, const ops::WindowGeometry& g, Acc init, F f, Acc* out) {
+  const std::int64_t KH = g.kernel[1], KW = g.kernel[2], W = g.in[2], OW = g.out[2];
+  const std::int64_t rows = planes * g.out[1];
+  Acc* line = scratch<Acc, 7>(static_cast<std::size_t>(W));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* src = x + r * KH * W;
+    for (std::int64_t w = 0; w < W; ++w) line[w] = f(init, src[w]);
+    for (std::int64_t kh = 1; kh < KH; ++kh)
+      for (std::int64_t w = 0; w < W; ++w) line[w] = f(line[w], src[kh * W + w]);
+    Acc* o = out + r * OW;
+    for (std::int64_t ow = 0; ow < OW; ++ow) {
+      Acc v = line[ow * KW];
+      for (std::int64_t kw = 1; kw < KW; ++kw) v = f(v, line[ow * KW + kw]);
+      o[ow] = v;
+    }
+  }
+}
+
+// MaxPool on int8/uint8 without the Indices output (the built-in op otherwise).
+inline void max_pool_int8(OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if ((x.dtype() != DType::int8 && x.dtype() != DType::uint8) || ctx.wants_output(1)) {
+    ops::op_max_pool(ctx);
+    return;
+  }
+  const ops::WindowGeometry g = ops::detail::pool_geometry(ctx, x.shape());
+  const WindowRange rd = window_range(g, 0), rh = window_range(g, 1), rw = window_range(g, 2);
+  Tensor y(x.dtype(), ops::conv_output_shape(x.shape(), x.dim(1), g));
+  if (tiled_windows(g)) {
+    visit_int8(ctx, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      reduce_tiled<T, T>(x.data<T>(), x.dim(0) * x.dim(1), g, std::numeric_limits<T>::lowest(),
+                         [](T a, T b) { return a < b ? b : a; }, y.data<T>());
+    }, "input");
+    ctx.set_output(0, std::move(y));
+    return;
+  }
+  visit_int8(ctx, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    T* py = y.data<T>();
+    // Locals only in the loops: the byte stores may alias anything the compiler cannot see through.
+    const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
+    const std::int64_t od_n = g.out[0], oh_n = g.out[1], ow_n = g.out[2], h_in = g.in[1], w_in = g.in[2];
+    const std::int64_t dd = g.dilation[0], dh = g.dilation[1], dw = g.dilation[2];
+    const std::int64_t *d_start = rd.start.data(), *d_k0 = rd.k0.data(), *d_k1 = rd.k1.data();
+    const std::int64_t *h_start = rh.start.data(), *h_k0 = rh.k0.data(), *h_k1 = rh.k1.data();
+    const std::int64_t *w_start = rw.start.data(), *w_k0 = rw.k0.data(), *w_k1 = rw.k1.data();
+    for (std::int64_t pl = 0; pl < planes; ++pl) {
+      const T* src = px + pl * in_size;
+      for (std::int64_t od = 0; od < od_n; ++od)
+        for (std::int64_t oh = 0; oh < oh_n; ++oh)
+          for (std::int64_t ow = 0; ow < ow_n; ++ow) {
+            T best = std::numeric_limits<T>::lowest();
+            for (std::int64_t kd = d_k0[od]; kd < d_k1[od]; ++kd) {
+              const std::int64_t d = d_start[od] + kd * dd;
+              for (std::int64_t kh = h_k0[oh]; kh < h_k1[oh]; ++kh) {
+                const T* row = src + (d * h_in + h_start[oh] + kh * dh) * w_in + w_start[ow];
+                for (std::int64_t kw = w_k0[ow]; kw < w_k1[ow]; ++kw) best = std::max(best, row[kw * dw]);
+              }
+            }
+            *py++ = best;
+          }
+    }
+  }, "input");
+  ctx.set_output(0, std::move(y));
+}
+
+}  // namespace detail
+
 template <class Scheme, bool Global>
 void op_int_average_pool(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -353,59 +802,90 @@ void op_int_average_pool(OpContext& ctx) {
   }
   const Dims out_shape = ops::conv_output_shape(x.shape(), x.dim(1), g);
   const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
-  std::vector<std::int32_t> acc(static_cast<std::size_t>(planes * P));
-  std::vector<std::int64_t> count(static_cast<std::size_t>(P), 0);
-  graph::visit_dtype(x.dtype(), [&](auto tag) {
+  const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),
+                            rw = detail::window_range(g, 2);
+  std::vector<std::int64_t> count(static_cast<std::size_t>(P)), inside(static_cast<std::size_t>(P));
+  for (std::int64_t od = 0, o = 0; od < g.out[0]; ++od)
+    for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+        inside[static_cast<std::size_t>(o)] = (rd.k1[od] - rd.k0[od]) * (rh.k1[oh] - rh.k0[oh]) * (rw.k1[ow] - rw.k0[ow]);
+        count[static_cast<std::size_t>(o)] =
+            include_pad ? (rd.p1[od] - rd.p0[od]) * (rh.p1[oh] - rh.p0[oh]) * (rw.p1[ow] - rw.p0[ow])
+                        : inside[static_cast<std::size_t>(o)];
+      }
+  // Sums of (x - zero point) over the taps inside the input.
+  std::int32_t* acc = detail::scratch<std::int32_t, 6>(static_cast<std::size_t>(planes * P));
+  if (detail::tiled_windows(g)) {  // every window inside the image: one count
+    detail::visit_int8(ctx, x.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      detail::reduce_tiled<T, std::int32_t>(x.data<T>(), planes, g, 0,
+                                            [](std::int32_t a, std::int32_t b) { return a + b; }, acc);
+      const std::int32_t zp_sum = xa.zero_point * static_cast<std::int32_t>(g.kernel_size());
+      const std::int64_t n = planes * P;
+      for (std::int64_t i = 0; i < n; ++i) acc[i] -= zp_sum;
+    }, "input");
+  } else detail::visit_int8(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
+    const std::int64_t od_n = g.out[0], oh_n = g.out[1], ow_n = g.out[2], h_in = g.in[1], w_in = g.in[2];
+    const std::int64_t dd = g.dilation[0], dh = g.dilation[1], dw = g.dilation[2];
+    const std::int32_t zp = xa.zero_point;
+    std::int32_t* out = acc;
     for (std::int64_t pl = 0; pl < planes; ++pl) {
       const T* src = px + pl * in_size;
-      ops::detail::for_each_window(g, [&](std::int64_t o, const std::array<std::int64_t, 3>& start) {
-        std::int64_t sum = 0, inside = 0, padded = 0;
-        for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-          const std::int64_t d = start[0] + kd * g.dilation[0];
-          if (d >= g.in[0] + g.pad_end[0]) continue;
-          const bool din = d >= 0 && d < g.in[0];
-          for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-            const std::int64_t h = start[1] + kh * g.dilation[1];
-            if (h >= g.in[1] + g.pad_end[1]) continue;
-            const bool hin = h >= 0 && h < g.in[1];
-            for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-              const std::int64_t w = start[2] + kw * g.dilation[2];
-              if (w >= g.in[2] + g.pad_end[2]) continue;
-              ++padded;
-              if (din && hin && w >= 0 && w < g.in[2]) {
-                sum += static_cast<std::int64_t>(src[(d * g.in[1] + h) * g.in[2] + w]) - xa.zero_point;
-                ++inside;
+      for (std::int64_t od = 0, o = 0; od < od_n; ++od)
+        for (std::int64_t oh = 0; oh < oh_n; ++oh)
+          for (std::int64_t ow = 0; ow < ow_n; ++ow, ++o) {
+            std::int32_t sum = 0;
+            for (std::int64_t kd = rd.k0[od]; kd < rd.k1[od]; ++kd) {
+              const std::int64_t d = rd.start[od] + kd * dd;
+              for (std::int64_t kh = rh.k0[oh]; kh < rh.k1[oh]; ++kh) {
+                const T* row = src + (d * h_in + rh.start[oh] + kh * dh) * w_in + rw.start[ow];
+                for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += row[kw * dw];
               }
             }
+            *out++ = sum - zp * static_cast<std::int32_t>(inside[static_cast<std::size_t>(o)]);
           }
-        }
-        acc[static_cast<std::size_t>(pl * P + o)] = static_cast<std::int32_t>(sum);
-        count[static_cast<std::size_t>(o)] = include_pad ? padded : inside;
-      });
     }
-  });
-  // One multiplier per distinct window size.
+  }, "input");
+  // One multiplier per distinct window size, looked up per output position.
   const std::string layer = detail::layer_of(ctx);
-  std::map<std::int64_t, typename Scheme::Constants> k;
+  auto multiplier_for = [&](std::int64_t c) {
+    return static_cast<double>(xa.scale) /
+           (static_cast<double>(ya.scale) * static_cast<double>(std::max<std::int64_t>(c, 1)));
+  };
   const IntRange clamp = detail::clamp_of(ctx, ya.type);
   Tensor y(ya.type, out_shape);
+  if (std::all_of(count.begin(), count.end(), [&](std::int64_t c) { return c == count.front(); })) {
+    auto p = RequantParams<Scheme>::make({multiplier_for(count.front())}, detail::range_of(ya.type), ya.zero_point, layer);
+    p.clamp_min = clamp.qmin;
+    p.clamp_max = clamp.qmax;
+    const View<const std::int32_t> av(acc, out_shape);
+    if (ya.type == DType::int8) simd::requantize(av, p, y.view<std::int8_t>(), layer);
+    else simd::requantize(av, p, y.view<std::uint8_t>(), layer);
+    ctx.set_output(0, std::move(y));
+    return;
+  }
+  std::vector<std::pair<std::int64_t, typename Scheme::Constants>> k;
+  std::vector<std::size_t> which(static_cast<std::size_t>(P));
+  for (std::int64_t o = 0; o < P; ++o) {
+    const std::int64_t c = count[static_cast<std::size_t>(o)];
+    auto it = std::find_if(k.begin(), k.end(), [&](const auto& e) { return e.first == c; });
+    if (it == k.end()) {
+      k.emplace_back(c, Scheme::make(multiplier_for(c), layer));
+      it = k.end() - 1;
+    }
+    which[static_cast<std::size_t>(o)] = static_cast<std::size_t>(it - k.begin());
+  }
   graph::visit_dtype(ya.type, [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>) {
       T* py = y.data<T>();
       for (std::int64_t pl = 0; pl < planes; ++pl)
-        for (std::int64_t o = 0; o < P; ++o) {
-          const std::int64_t c = count[static_cast<std::size_t>(o)];
-          auto it = k.find(c);
-          if (it == k.end())
-            it = k.emplace(c, Scheme::make(static_cast<double>(xa.scale) /
-                                               (static_cast<double>(ya.scale) * static_cast<double>(std::max<std::int64_t>(c, 1))),
-                                           layer)).first;
-          py[pl * P + o] = static_cast<T>(ref::requantize_value<Scheme>(acc[static_cast<std::size_t>(pl * P + o)], 0,
-                                                                        it->second, ya.zero_point, clamp.qmin, clamp.qmax));
-        }
+        for (std::int64_t o = 0; o < P; ++o)
+          py[pl * P + o] = static_cast<T>(ref::requantize_value<Scheme>(acc[pl * P + o], 0,
+                                                                        k[which[static_cast<std::size_t>(o)]].second,
+                                                                        ya.zero_point, clamp.qmin, clamp.qmax));
     }
   });
   ctx.set_output(0, std::move(y));
@@ -425,11 +905,11 @@ void op_int_passthrough(OpContext& ctx) {
   for (std::size_t i = 0; i < kInnerInputs; ++i) in.push_back(ctx.optional_input(i));
   OpContext inner(ctx.node(), ctx.opset(), in);
   Inner(inner);
-  const Tensor& y = inner.output(0);
+  Tensor& y = inner.output(0);
   const IntRange clamp = detail::clamp_of(ctx, ya.type);
   if (xa.scale == ya.scale && xa.zero_point == ya.zero_point && xa.type == ya.type &&
       clamp.qmin == detail::range_of(ya.type).qmin && clamp.qmax == detail::range_of(ya.type).qmax) {
-    ctx.set_output(0, y);
+    ctx.set_output(0, std::move(y));
     return;
   }
   ctx.set_output(0, detail::rescale<Scheme>(ctx, y, xa, ya, clamp));
@@ -455,24 +935,126 @@ void op_int_concat(OpContext& ctx) {
   ctx.set_output(0, std::move(inner.output(0)));
 }
 
+// ------------------------------------------------------------------ QuantizeLinear / DequantizeLinear
+// Per tensor on float32 / int8 / uint8 through the SIMD kernels (bit-identical to the built-in
+// reference ops, which take every other case and report the errors).
+inline bool per_tensor_linear(const OpContext& ctx) {
+  const Tensor& s = ctx.input(1);
+  const Tensor* z = ctx.optional_input(2);
+  if (s.dtype() != DType::float32 || s.size() != 1 || s.rank() > 1) return false;
+  const float scale = s.data<float>()[0];
+  if (!(scale > 0.0f) || !std::isfinite(scale)) return false;
+  return !z || (z->size() == 1 && (z->dtype() == DType::int8 || z->dtype() == DType::uint8));
+}
+
+inline void op_quantize_linear_per_tensor(OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor* z = ctx.optional_input(2);
+  if (x.dtype() != DType::float32 || !per_tensor_linear(ctx) || ctx.node().attr_int("saturate", 1) != 1) {
+    ops::op_quantize_linear(ctx);
+    return;
+  }
+  const float scale = ctx.input(1).data<float>()[0];
+  const std::int32_t zp = z ? static_cast<std::int32_t>(z->as_int64(0)) : 0;
+  Tensor y(z ? z->dtype() : DType::uint8, x.shape());
+  const auto n = static_cast<std::size_t>(x.size());
+  if (y.dtype() == DType::int8) simd::quantize(x.data<float>(), n, scale, zp, y.data<std::int8_t>());
+  else simd::quantize(x.data<float>(), n, scale, zp, y.data<std::uint8_t>());
+  ctx.set_output(0, std::move(y));
+}
+
+inline void op_dequantize_linear_per_tensor(OpContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor* z = ctx.optional_input(2);
+  if ((x.dtype() != DType::int8 && x.dtype() != DType::uint8) || !per_tensor_linear(ctx) || (z && z->dtype() != x.dtype())) {
+    ops::op_dequantize_linear(ctx);
+    return;
+  }
+  const float scale = ctx.input(1).data<float>()[0];
+  const std::int32_t zp = z ? static_cast<std::int32_t>(z->as_int64(0)) : 0;
+  Tensor y(DType::float32, x.shape());
+  const auto n = static_cast<std::size_t>(x.size());
+  if (x.dtype() == DType::int8) simd::dequantize(x.data<std::int8_t>(), n, scale, zp, y.data<float>());
+  else simd::dequantize(x.data<std::uint8_t>(), n, scale, zp, y.data<float>());
+  ctx.set_output(0, std::move(y));
+}
+
+// ------------------------------------------------------------------ folded requantization
+// The 256 outputs of an 8-bit requantization, x -> clamp(Scheme(x - in.zp, in.scale / out.scale)
+// + out.zp), indexed by x's byte (exact when the scales are equal): what IntRequantize computes,
+// and what IntegerMode folds into the op producing its input.
+namespace detail {
+template <class Scheme>
+std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
+                                               const std::string& layer) {
+  const bool exact = in.scale == out.scale;
+  typename Scheme::Constants k{};
+  if (!exact) k = Scheme::make(static_cast<double>(in.scale) / static_cast<double>(out.scale), layer);
+  std::array<std::int32_t, 256> table{};
+  for (int i = 0; i < 256; ++i) {
+    const std::int32_t v = (in.type == DType::int8 ? static_cast<std::int32_t>(static_cast<std::int8_t>(i)) : i) -
+                           in.zero_point;
+    table[static_cast<std::size_t>(i)] = exact ? std::min(std::max(v + out.zero_point, clamp.qmin), clamp.qmax)
+                                              : ref::requantize_value<Scheme>(v, 0, k, out.zero_point, clamp.qmin, clamp.qmax);
+  }
+  return table;
+}
+}  // namespace detail
+
+// The op, then (attributes then_lut: 256 output values, then_type: 2 uint8 / 3 int8 as in
+// ONNX) the table of a requantization folded into it: one pass over bytes still in cache, no
+// separate node and tensor.
+template <void (*Op)(OpContext&)>
+void with_folded_table(OpContext& ctx) {
+  Op(ctx);
+  const graph::Attribute* a = ctx.node().find_attr("then_lut", graph::AttrKind::ints);
+  if (!a) return;
+  if (a->ints.size() != 256) ctx.fail("attribute 'then_lut' has ", a->ints.size(), " values; expected 256");
+  const std::int64_t code = ctx.node().attr_int("then_type", 2);
+  if (code != 2 && code != 3) ctx.fail("attribute 'then_type' is ", code, "; expected 2 (uint8) or 3 (int8)");
+  std::array<std::uint8_t, 256> table{};
+  for (std::size_t i = 0; i < 256; ++i) table[i] = static_cast<std::uint8_t>(a->ints[i]);
+  Tensor& y = ctx.output(0);
+  if (y.dtype() != DType::int8 && y.dtype() != DType::uint8)
+    ctx.fail("output has element type ", graph::to_string(y.dtype()), "; expected int8 or uint8 before 'then_lut'");
+  const DType type = code == 3 ? DType::int8 : DType::uint8;
+  const std::int64_t n = y.size();
+  const auto* src = static_cast<const std::uint8_t*>(y.raw());
+  if (type == y.dtype()) {
+    auto* dst = static_cast<std::uint8_t*>(y.raw());
+    for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+    return;
+  }
+  Tensor z(type, y.shape());
+  auto* dst = static_cast<std::uint8_t*>(z.raw());
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+  ctx.set_output(0, std::move(z));
+}
+
 // Registers the integer ops for Scheme (domain kDomain) into r.
 template <class Scheme>
 void register_integer_ops(OpRegistry& r) {
+  auto add = [&](const char* op, OpFunction fn, std::vector<std::string> attributes, std::vector<std::size_t> shape_inputs) {
+    attributes.push_back("then_lut");
+    attributes.push_back("then_type");
+    r.add(op, fn, std::move(attributes), std::move(shape_inputs), kDomain);
+  };
   const std::vector<std::string> conv = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "clamp"};
-  const std::vector<std::string> pool = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides", "clamp"};
-  r.add("IntConv", op_int_conv<Scheme>, conv, {}, kDomain);
-  r.add("IntMatMul", op_int_matmul<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntAdd", op_int_add<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntRequantize", op_int_requantize<Scheme>, {"clamp"}, {}, kDomain);
-  r.add("IntAveragePool", op_int_average_pool<Scheme, false>,
-        {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "clamp"}, {},
-        kDomain);
-  r.add("IntGlobalAveragePool", op_int_average_pool<Scheme, true>, {"clamp"}, {}, kDomain);
-  r.add("IntMaxPool", op_int_passthrough<Scheme, ops::op_max_pool, 1>,
-        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides", "clamp"}, {}, kDomain);
-  r.add("IntFlatten", op_int_passthrough<Scheme, ops::op_flatten, 1>, {"axis", "clamp"}, {}, kDomain);
-  r.add("IntReshape", op_int_passthrough<Scheme, ops::op_reshape, 2>, {"allowzero", "clamp"}, {1}, kDomain);
-  r.add("IntConcat", op_int_concat<Scheme>, {"axis", "clamp"}, {}, kDomain);
+  add("IntConv", with_folded_table<op_int_conv<Scheme>>, conv, {});
+  add("IntMatMul", with_folded_table<op_int_matmul<Scheme>>, {"clamp"}, {});
+  add("IntAdd", with_folded_table<op_int_add<Scheme>>, {"clamp"}, {});
+  add("IntRequantize", with_folded_table<op_int_requantize<Scheme>>, {"clamp"}, {});
+  add("IntAveragePool", with_folded_table<op_int_average_pool<Scheme, false>>,
+      {"auto_pad", "ceil_mode", "count_include_pad", "dilations", "kernel_shape", "pads", "strides", "clamp"}, {});
+  add("IntGlobalAveragePool", with_folded_table<op_int_average_pool<Scheme, true>>, {"clamp"}, {});
+  add("IntMaxPool", with_folded_table<op_int_passthrough<Scheme, detail::max_pool_int8, 1>>,
+      {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides", "clamp"}, {});
+  add("IntFlatten", with_folded_table<op_int_passthrough<Scheme, ops::op_flatten, 1>>, {"axis", "clamp"}, {});
+  add("IntReshape", with_folded_table<op_int_passthrough<Scheme, ops::op_reshape, 2>>, {"allowzero", "clamp"}, {1});
+  add("IntConcat", with_folded_table<op_int_concat<Scheme>>, {"axis", "clamp"}, {});
+  // The float <-> integer boundaries of the rewritten graph, through the SIMD kernels.
+  r.add("QuantizeLinear", op_quantize_linear_per_tensor, {"axis", "saturate"});
+  r.add("DequantizeLinear", op_dequantize_linear_per_tensor, {"axis"});
 }
 
 }  // namespace integer
