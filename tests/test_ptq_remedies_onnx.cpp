@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -585,6 +586,18 @@ TEST_CASE("C++ export: the generated header compiles warning-free and equals the
   REQUIRE(reference.dtype() == DType::uint8);
   const double executor_accuracy = accuracy_of(values.at("logits").data<float>());
   CHECK(executor_accuracy > 96.0);
+  {
+    // The export follows the unfolded integer graph (one op per layer); folding the standalone
+    // requantizations into their producers must not change an integer.
+    qk::IntegerModeOptions unfolded;
+    unfolded.fold_requantize = false;
+    const qk::Executor<qk::IntegerMode> plain(qdq, qk::IntegerMode(unfolded));
+    CHECK(plain.graph().nodes.size() > run.graph().nodes.size());
+    const auto v2 = plain.run({{"input", test_x()}}, ro);
+    const Tensor& r2 = v2.at("logits_quantized");
+    REQUIRE(r2.nbytes() == reference.nbytes());
+    CHECK(std::memcmp(r2.raw(), reference.raw(), reference.nbytes()) == 0);
+  }
 
   TempDir dir;
   {

@@ -1,6 +1,7 @@
 // Whole-model calibration for `quantize` (and run/eval/compare on a float model with --calib):
 // GraphCalibrator with the observer --observer names, fed the calibration .npy in batches.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -42,12 +43,27 @@ ptq::QuantizedModel calibrate_model(const graph::Graph& model, const QuantOption
     batches.push_back(std::move(b));
   }
 
-  Progress progress("calibrating", o.progress || stderr_is_terminal());
+  auto progress = std::make_unique<Progress>("calibrating", o.progress || stderr_is_terminal());
   return with_observer(spec, [&](auto tag, auto options) {
     using Observer = typename decltype(tag)::type;
     ptq::GraphCalibrator<Observer> cal(model, cfg, options);
-    cal.observe(batches, [&](std::size_t done, std::size_t total) { progress.update(done, total); });
-    ptq::QuantizedModel qm = cal.finish();
+    cal.observe(batches, [&](std::size_t done, std::size_t total) { progress->update(done, total); });
+    progress.reset();
+    // AdaRound and bias correction need the batches again; their bar follows calibration's.
+    const bool remedies = cfg.adaround.enabled() || cfg.bias_correction;
+    std::unique_ptr<Progress> remedy_bar;
+    std::string stage;
+    ptq::QuantizedModel qm =
+        remedies ? cal.finish(batches,
+                              [&](const ptq::RemedyProgress& p) {
+                                if (!remedy_bar || stage != p.stage) {
+                                  remedy_bar.reset();  // ends the previous stage's line
+                                  stage = p.stage;
+                                  remedy_bar = std::make_unique<Progress>(stage, o.progress || stderr_is_terminal());
+                                }
+                                remedy_bar->update(p.step, p.steps);
+                              })
+                 : cal.finish();
     qm.observer = spec.text;
     return qm;
   });

@@ -49,6 +49,7 @@ void add_eval(CLI::App& app);
 void add_calibrate(CLI::App& app);
 void add_compare(CLI::App& app);
 void add_info(CLI::App& app);
+void add_export_cpp(CLI::App& app);
 
 // ---------------------------------------------------------------------------------------------
 // Option values (common.cpp). Each parser names the option and the value in its error.
@@ -89,6 +90,11 @@ struct QuantOptions {
   std::vector<std::string> int16;
   std::string batch = "64";
   bool progress = false;
+  // Accuracy remedies (PtqConfig): cross-layer equalization, bias correction, AdaRound
+  // ("" = off; a flag without a value means AdaRoundOptions::default_iterations).
+  bool cle = false;
+  bool bias_correction = false;
+  std::string adaround;
 };
 // Adds --calib, --weight-bits, ... to `cmd`.
 void add_quant_options(CLI::App* cmd, QuantOptions& o);
@@ -164,6 +170,16 @@ struct QdqSummary {
   std::string check_note;
 };
 QdqSummary write_qdq(const ptq::QuantizedModel& qm, const std::string& path);
+// onnx::save_qoperator (QLinearConv/QLinearMatMul/com.microsoft QLinear* ops), summarized.
+struct QOperatorSummary {
+  std::int64_t opset = 0;
+  bool checked = false;
+  std::string check_note;
+  std::size_t qoperator_nodes = 0, quantize_nodes = 0, dequantize_nodes = 0, requantize_nodes = 0;
+  std::map<std::string, std::size_t> ops;  // op type -> count
+  std::vector<std::pair<std::string, std::string>> float_nodes;  // node, why it stays float
+};
+QOperatorSummary write_qoperator(const ptq::QuantizedModel& qm, const std::string& path);
 
 // What the integer mode did with one compute node (quantkit::IntegerNodeInfo).
 struct NodeReport {

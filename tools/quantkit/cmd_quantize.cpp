@@ -27,6 +27,7 @@ struct QuantizeArgs {
   std::string input;
   std::string output;
   std::string scale = "fixed-point";
+  std::string format = "qdq";
   bool json = false;
   QuantOptions quant;
 };
@@ -41,8 +42,64 @@ std::string activation_format(const ptq::PtqConfig& c) {
                      c.symmetric_activations ? "symmetric" : "affine");
 }
 
+// --format qoperator: ONNX Runtime's integer operators; their requantization is ORT's float
+// multiplier, so there is no --scale report and no integer-mode read-back.
+void write_quantize_qoperator(const QuantizeArgs& a, const ptq::QuantizedModel& qm, std::int64_t samples) {
+  const QOperatorSummary rep = write_qoperator(qm, a.output);
+  const std::int64_t batch = parse_int("--batch", a.quant.batch, 1, std::int64_t{1} << 40);
+  if (a.json) {
+    Json j;
+    j["input"] = a.input;
+    j["output"] = a.output;
+    j["format"] = "qoperator";
+    j["observer"] = qm.observer;
+    j["weights"] = weight_format(qm.config);
+    j["activations"] = activation_format(qm.config);
+    j["calibration_samples"] = samples;
+    j["calibration_batch"] = batch;
+    j["quantized_nodes"] = qm.quantized_nodes;
+    j["nodes"] = qm.graph.nodes.size();
+    j["opset"] = rep.opset;
+    j["checked"] = rep.checked;
+    j["check_note"] = rep.check_note;
+    j["qoperator_nodes"] = rep.qoperator_nodes;
+    j["quantize_nodes"] = rep.quantize_nodes;
+    j["dequantize_nodes"] = rep.dequantize_nodes;
+    j["requantize_nodes"] = rep.requantize_nodes;
+    j["ops"] = rep.ops;
+    Json fl = Json::array();
+    for (const auto& f : rep.float_nodes) fl.push_back({{"node", f.first}, {"reason", f.second}});
+    j["float_nodes"] = fl;
+    j["notes"] = qm.notes;
+    print_json(j);
+    return;
+  }
+  fmt::print("quantized '{}' -> '{}' (QOperator)\n", a.input, a.output);
+  fmt::print("  observer {} on {} calibration samples (batches of {}); weights {}; activations {}\n", qm.observer,
+             samples, batch, weight_format(qm.config), activation_format(qm.config));
+  std::string ops;
+  for (const auto& kv : rep.ops) ops += (ops.empty() ? "" : ", ") + fmt::format("{} x{}", kv.first, kv.second);
+  fmt::print("  opset {}, {} source nodes as integer ops, {} QuantizeLinear, {} DequantizeLinear; libonnx checker: {}\n",
+             rep.opset, rep.qoperator_nodes, rep.quantize_nodes, rep.dequantize_nodes,
+             rep.checked ? "passed" : rep.check_note);
+  fmt::print("  ops: {}\n", ops);
+  if (!rep.float_nodes.empty()) {
+    fmt::print("  {} node(s) computed in float:\n", rep.float_nodes.size());
+    for (const auto& f : rep.float_nodes) fmt::print("    {}: {}\n", f.first, f.second);
+  }
+  if (!qm.notes.empty()) {
+    fmt::print("  notes:\n");
+    for (const auto& n : qm.notes) fmt::print("    - {}\n", n);
+  }
+}
+
 void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   const ScaleKind scale = parse_scale("--scale", a.scale);
+  if (a.format != "qdq" && a.format != "qoperator")
+    usage_fail("--format '", a.format, "': expected qdq or qoperator");
+  if (a.format == "qoperator" && cmd->count("--scale"))
+    usage_fail("--scale ", a.scale, ": a QOperator model requantizes as ONNX Runtime does (float multiplier); "
+               "expected --format qdq to report an integer scheme");
   check_writable("-o", a.output);
   const graph::Graph model = read_model(a.input);
   if (is_quantized(model))
@@ -50,6 +107,7 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
                            "QLinear ops); expected a float model");
   std::int64_t samples = 0;
   const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
+  if (a.format == "qoperator") return write_quantize_qoperator(a, qm, samples);
   const QdqSummary rep = write_qdq(qm, a.output);
   const std::vector<LayerScale> layers = check_scale(qm, scale);
 
@@ -84,6 +142,7 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     Json j;
     j["input"] = a.input;
     j["output"] = a.output;
+    j["format"] = "qdq";
     j["observer"] = qm.observer;
     j["weights"] = weight_format(qm.config);
     j["activations"] = activation_format(qm.config);
@@ -182,6 +241,11 @@ void add_quantize(CLI::App& app) {
                   "pow2, fixed-point, single-shift or double-shift; reported per layer, the "
                   "file is the same")
       ->type_name("S")
+      ->capture_default_str();
+  cmd->add_option("--format", args->format,
+                  "qdq (QuantizeLinear/DequantizeLinear around float ops) or qoperator (QLinearConv, "
+                  "QLinearMatMul and ONNX Runtime's com.microsoft QLinear ops)")
+      ->type_name("F")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print the summary as JSON");
   cmd->callback([cmd, args] { run_quantize(cmd, *args); });

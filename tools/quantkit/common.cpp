@@ -148,7 +148,8 @@ const char* to_string(Mode m) {
 // ---------------------------------------------------------------------------------------------
 static const char* const quant_option_names[] = {
     "--calib",    "--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
-    "--rounding", "--keep-float",  "--int16",    "--batch",              "--progress"};
+    "--rounding", "--keep-float",  "--int16",    "--batch",              "--progress",
+    "--cle",      "--bias-correction", "--adaround"};
 
 void add_quant_options(CLI::App* cmd, QuantOptions& o) {
   cmd->add_option("--calib", o.calib,
@@ -190,6 +191,16 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
       ->type_name("N")
       ->capture_default_str();
   cmd->add_flag("--progress", o.progress, "draw the calibration progress bar even when stderr is not a terminal");
+  cmd->add_flag("--cle", o.cle,
+                "cross-layer equalization: balance the per-channel weight ranges of Conv/Gemm -> [Relu] -> "
+                "Conv/Gemm pairs in the float model before calibrating (helps per-tensor weights)");
+  cmd->add_flag("--bias-correction", o.bias_correction,
+                "correct each layer's bias by the mean output shift quantization causes on the calibration data");
+  cmd->add_flag("--adaround{" + std::to_string(ptq::AdaRoundOptions::default_iterations) + "}", o.adaround,
+                "learn the weights' rounding per Conv/Gemm layer on the calibration data (AdaRound); "
+                "--adaround=ITERS sets the Adam steps per layer (default " +
+                    std::to_string(ptq::AdaRoundOptions::default_iterations) + ")")
+      ->type_name("ITERS");
 }
 
 bool quant_options_given(const CLI::App* cmd) {
@@ -263,6 +274,10 @@ ptq::PtqConfig make_config(const QuantOptions& o, const graph::Graph& model) {
       if (k == w) usage_fail("--keep-float and --int16 both name node '", k, "'; expected one of them");
   (void)parse_int("--batch", o.batch, 1, std::int64_t{1} << 40);
   (void)parse_observer("--observer", o.observer);
+  c.cross_layer_equalization = o.cle;
+  c.bias_correction = o.bias_correction;
+  if (!o.adaround.empty())
+    c.adaround.iterations = static_cast<int>(parse_int("--adaround", o.adaround, 1, 1000000));
   c.validate();
   return c;
 }

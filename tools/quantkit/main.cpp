@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   qc::add_calibrate(app);
   qc::add_compare(app);
   qc::add_info(app);
+  qc::add_export_cpp(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -20,6 +20,7 @@
 #include "cli.hpp"
 #include "quantkit/onnx.hpp"
 #include "quantkit/onnx/export_qdq.hpp"
+#include "quantkit/onnx/export_qoperator.hpp"
 
 namespace quantkit {
 namespace cli {
@@ -170,6 +171,21 @@ bool is_quantized(const graph::Graph& g) {
 QdqSummary write_qdq(const ptq::QuantizedModel& qm, const std::string& path) {
   const quantkit::onnx::QdqReport r = quantkit::onnx::save_qdq(qm, path);
   return {r.opset, r.activation_pairs, r.quantized_initializers, r.checked, r.check_note};
+}
+
+QOperatorSummary write_qoperator(const ptq::QuantizedModel& qm, const std::string& path) {
+  const quantkit::onnx::QOperatorReport r = quantkit::onnx::save_qoperator(qm, path);
+  QOperatorSummary s;
+  s.opset = r.opset;
+  s.checked = r.checked;
+  s.check_note = r.check_note;
+  s.qoperator_nodes = r.qoperator_nodes;
+  s.quantize_nodes = r.quantize_nodes;
+  s.dequantize_nodes = r.dequantize_nodes;
+  s.requantize_nodes = r.requantize_nodes;
+  s.ops = r.ops;
+  for (const auto& f : r.float_nodes) s.float_nodes.emplace_back(f.node + " (" + f.op_type + ")", f.reason);
+  return s;
 }
 
 graph::Graph qdq_graph(const ptq::QuantizedModel& qm) {

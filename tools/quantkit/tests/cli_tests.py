@@ -2,7 +2,7 @@
 """ctest driver for the quantkit command-line tool: runs the built binary and checks what it
 prints and writes (standard library only; every case asserts real values).
 
-usage: cli_tests.py --quantkit PATH --source-dir ROOT --case NAME [--node PATH]
+usage: cli_tests.py --quantkit PATH --source-dir ROOT --case NAME [--node PATH] [--cxx PATH]
 
 Cases (one ctest test each, label "cli"; "peer" is label "peer"):
   quantize   W8A8 / W4A8 / per-group / --scale reports, --json fields, progress bar, summary
@@ -15,6 +15,12 @@ Cases (one ctest test each, label "cli"; "peer" is label "peer"):
              the ONNX Runtime QDQ naming (data/ort_qdq.onnx) maps back to the float values
   info       float / W8A8 / W4A8 per-group descriptions (--json)
   errors     bad inputs and options: non-zero exit, one line on stderr naming the option/file
+  remedies   --cle recovers the hostile model's per-tensor accuracy; --bias-correction and
+             --adaround=ITERS report per layer; bad iteration counts are usage errors
+  qoperator  --format qoperator: QLinearConv/QLinearMatMul model, its accuracy when the executor
+             runs it, --scale refused
+  export     export-cpp: the header compiles -Wall -Wextra -Werror (--cxx) and its logits equal
+             `quantkit run --mode int` bit for bit (standalone and with quantkit's headers)
   peer       ONNX Runtime (node tools/ort/run_model.mjs) runs the QDQ files quantize writes and
              agrees with `quantkit run --mode fake` (per-sample cosine >= 0.9999); exit 77 (skip)
              without node or onnxruntime-node
@@ -47,6 +53,7 @@ class Ctx:
         self.qk = os.path.abspath(args.quantkit)
         self.root = os.path.abspath(args.source_dir)
         self.node = args.node
+        self.cxx = args.cxx
         self.demo = os.path.join(self.root, "examples", "data", "demo")
         self.data = os.path.join(self.root, "tools", "quantkit", "tests", "data")
         self.tmp = tempfile.mkdtemp(prefix="quantkit_cli_")
@@ -458,6 +465,169 @@ def case_errors(c):
         p = c.run(sub, "--help")
         check(p.stdout.startswith("") and "--json" in p.stdout and "Usage:" in p.stdout, f"{sub} --help:\n{p.stdout}")
 
+def case_remedies(c):
+    """--cle / --bias-correction / --adaround on quantize (and in-memory eval)."""
+    hostile = c.demo_file("digits_hostile.onnx")
+    calib = c.demo_file("digits_calib.npy")
+    base = c.eval(hostile)["accuracy"]
+    plain_file = c.tmp_file("hostile_plain.onnx")
+    cle_file = c.tmp_file("hostile_cle.onnx")
+    per_tensor = ("--weight-granularity", "per-tensor")
+    c.run("quantize", hostile, "-o", plain_file, "--calib", calib, *per_tensor)
+    j = c.json("quantize", hostile, "-o", cle_file, "--calib", calib, *per_tensor, "--cle")
+    check(any("equaliz" in n.lower() for n in j["notes"]), f"--cle notes: {j['notes']}")
+    plain = c.eval(plain_file, "--mode", "fake")["accuracy"]
+    cle = c.eval(cle_file, "--mode", "fake")["accuracy"]
+    cle_int = c.eval(cle_file, "--mode", "int")["accuracy"]
+    print(f"  hostile per-tensor W8A8: float {base:.2f} %, plain {plain:.2f} %, --cle {cle:.2f} % (int {cle_int:.2f} %)")
+    # Channels 100x apart: per-tensor weights lose accuracy; equalization recovers it.
+    check(plain <= base - 10, f"plain per-tensor {plain} vs float {base}: the model is not hostile")
+    check(cle >= base - 1.0 and cle_int >= base - 1.5, f"--cle {cle} / int {cle_int} vs float {base}")
+    # The float model is unchanged by equalization: the same options in memory give the same result.
+    mem = c.eval(hostile, "--mode", "fake", "--calib", calib, *per_tensor, "--cle")["accuracy"]
+    check(mem == cle, f"in-memory --cle {mem} vs file {cle}")
+
+    # Bias correction: its summary names the layers and the mean error it removed.
+    jb = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("bc.onnx"), "--calib", calib,
+                "--weight-bits", "4", "--bias-correction")
+    check(any("bias correction" in n.lower() for n in jb["notes"]), f"--bias-correction notes: {jb['notes']}")
+    demo_float = c.eval(c.demo_file("digits_cnn.onnx"))["accuracy"]
+    bc = c.eval(c.tmp_file("bc.onnx"), "--mode", "int")["accuracy"]
+    check(bc >= demo_float - 2.0, f"W4A8 + bias correction {bc} vs float {demo_float}")
+
+    # AdaRound: the iteration count is honoured, each layer's reconstruction error is reported,
+    # and the progress bar has its own stage.
+    p = c.run("quantize", hostile, "-o", c.tmp_file("ada.onnx"), "--calib", calib, "--weight-bits", "4",
+              *per_tensor, "--cle", "--adaround=60", "--progress")
+    check("adaround [" in p.stderr and p.stderr.endswith("\n"), f"--adaround progress: {p.stderr[-300:]!r}")
+    check("60 iterations" in p.stdout and "reconstruction error" in p.stdout, f"--adaround summary:\n{p.stdout}")
+    ada = c.eval(c.tmp_file("ada.onnx"), "--mode", "fake")["accuracy"]
+    print(f"  hostile per-tensor W4A8 --cle --adaround=60: {ada:.2f} % (float {base:.2f} %)")
+    check(ada >= base - 3.0, f"--cle --adaround=60 W4A8 {ada} vs float {base}")
+    jd = c.json("quantize", hostile, "-o", c.tmp_file("ada_default.onnx"), "--calib", calib, "--adaround",
+                "--keep-float", "/conv1/Conv,/conv2/Conv,/fc1/Gemm")
+    check(any(f"{1000} iterations" in n for n in jd["notes"]), f"--adaround default: {jd['notes']}")
+    for bad, text in ((("--adaround=0",), "--adaround"), (("--adaround=x",), "--adaround")):
+        p = c.run("quantize", hostile, "-o", c.tmp_file("bad.onnx"), "--calib", calib, *bad, expect=None)
+        check(p.returncode != 0 and text in p.stderr and not os.path.exists(c.tmp_file("bad.onnx")),
+              f"{bad}: exit {p.returncode}, {p.stderr!r}")
+
+
+def case_qoperator(c):
+    """--format qoperator: ONNX Runtime's integer operators; the executor runs them too."""
+    out = c.tmp_file("w8a8_qop.onnx")
+    j = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", out, "--calib", c.demo_file("digits_calib.npy"),
+               "--format", "qoperator")
+    check(j["format"] == "qoperator" and os.path.isfile(out), f"qoperator: {j}")
+    check(j["ops"].get("QLinearConv") == 4 and j["ops"].get("QLinearMatMul", 0) + j["ops"].get("QGemm", 0) == 2,
+          f"qoperator ops {j['ops']}")
+    check(j["quantize_nodes"] == 1 and j["dequantize_nodes"] == 1 and j["float_nodes"] == [],
+          f"boundaries {j['quantize_nodes']} / {j['dequantize_nodes']}, float {j['float_nodes']}")
+    check(not [f for f in os.listdir(c.tmp) if ".tmp-" in f], "a temporary file was left behind")
+    base = c.eval(c.demo_file("digits_cnn.onnx"))["accuracy"]
+    qop = c.eval(out)["accuracy"]
+    qdq = c.eval(c.quantize("w8a8_qdq.onnx"), "--mode", "fake")["accuracy"]
+    print(f"  QOperator W8A8: {qop:.2f} % (QDQ fake-quant {qdq:.2f} %, float {base:.2f} %)")
+    check(abs(qop - base) <= 0.5 and abs(qop - qdq) <= 0.4, f"QOperator {qop} vs float {base} / QDQ {qdq}")
+    info = c.json("info", out)
+    check(info["opset"] >= 13, f"info on a QOperator model: {info.get('opset')}")
+    p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", out, "--calib", c.demo_file("digits_calib.npy"),
+              "--format", "qoperator")
+    check("(QOperator)" in p.stdout and "QLinearConv x4" in p.stdout, p.stdout)
+    for bad, text in ((("--format", "tflite"), "--format 'tflite'"),
+                      (("--format", "qoperator", "--scale", "pow2"), "--scale pow2")):
+        p = c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("bad.onnx"), "--calib",
+                  c.demo_file("digits_calib.npy"), *bad, expect=None)
+        check(p.returncode != 0 and text in p.stderr and not os.path.exists(c.tmp_file("bad.onnx")),
+              f"{bad}: exit {p.returncode}, {p.stderr!r}")
+
+
+EXPORT_MAIN = r"""
+#include <cstdio>
+#include <vector>
+#include "model.hpp"
+// argv: input.f32 (samples x SIZE floats), output.f32, samples
+int main(int argc, char** argv) {
+  if (argc != 4) return 2;
+  const long n = std::atol(argv[3]);
+  std::FILE* in = std::fopen(argv[1], "rb");
+  std::FILE* out = std::fopen(argv[2], "wb");
+  if (!in || !out) return 3;
+  std::vector<float> x(digits::IN_size), y(digits::OUT_size);
+  std::vector<digits::IN_type> qx(digits::IN_size);
+  std::vector<digits::OUT_type> qy(digits::OUT_size);
+  for (long i = 0; i < n; ++i) {
+    if (std::fread(x.data(), sizeof(float), x.size(), in) != x.size()) return 4;
+    digits::quantize_IN(x.data(), qx.data());
+    digits::infer(qx.data(), qy.data());
+    digits::dequantize_OUT(qy.data(), y.data());
+    std::fwrite(y.data(), sizeof(float), y.size(), out);
+  }
+  std::fclose(in);
+  return std::fclose(out) == 0 ? 0 : 5;
+}
+"""
+
+
+def case_export(c):
+    """export-cpp: the header compiles (-Wall -Wextra -Werror) and equals `run --mode int` bit for bit."""
+    qdq = c.quantize("w8a8.onnx")
+    x = c.demo_file("digits_test_x.npy")
+    _, xshape, xs = read_npy(x)
+    for scale, standalone in (("fixed-point", True), ("fixed-point", False)):
+        header = c.tmp_file("model.hpp")
+        opts = ["--namespace", "digits", "--scale", scale] + (["--standalone"] if standalone else [])
+        j = c.json("export-cpp", qdq, "-o", header, *opts)
+        check(len(j["inputs"]) == 1 and len(j["outputs"]) == 1, f"ports {j['inputs']} {j['outputs']}")
+        inp, outp = j["inputs"][0], j["outputs"][0]
+        check(inp["shape"] == "1x1x8x8" and outp["shape"] == "1x10", f"shapes {inp['shape']} {outp['shape']}")
+        check(len(j["layers"]) >= 6 and j["parameter_bytes"] > 14000, f"{len(j['layers'])} layers, {j['parameter_bytes']} B")
+        with open(header) as f:
+            text = f.read()
+        check("namespace digits" in text and ("#include \"quantkit/" in text) != standalone, "header contents")
+        if not c.cxx:
+            print("  no C++ compiler given (--cxx): the header is not compiled")
+            continue
+        src = c.tmp_file("main.cpp")
+        with open(src, "w") as f:
+            f.write("#include <cstdlib>\n" + EXPORT_MAIN.replace("IN_", inp["identifier"] + "_")
+                    .replace("quantize_IN", "quantize_" + inp["identifier"])
+                    .replace("OUT_", outp["identifier"] + "_")
+                    .replace("dequantize_OUT", "dequantize_" + outp["identifier"]))
+        exe = c.tmp_file("model_main")
+        cmd = [c.cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", "-Werror", "-I", c.tmp, src, "-o", exe]
+        if not standalone:
+            cmd[1:1] = ["-I", os.path.join(c.root, "include")]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"{scale}: the exported header does not compile:\n{p.stderr[:3000]}")
+        raw_in, raw_out = c.tmp_file("x.f32"), c.tmp_file("y.f32")
+        with open(raw_in, "wb") as f:
+            f.write(struct.pack("<%df" % len(xs), *xs))
+        p = subprocess.run([exe, raw_in, raw_out, str(xshape[0])], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"{scale}: the exported program failed ({p.returncode}): {p.stderr}")
+        with open(raw_out, "rb") as f:
+            data = f.read()
+        got = list(struct.unpack("<%df" % (len(data) // 4), data))
+        c.run("run", qdq, "--input", x, "-o", c.tmp_file("int.npy"), "--mode", "int", "--scale", scale)
+        _, yshape, want = read_npy(c.tmp_file("int.npy"))
+        check(len(got) == len(want) == xshape[0] * 10, f"{scale}: {len(got)} values, expected {len(want)}")
+        diff = sum(a != b for a, b in zip(got, want))
+        print(f"  {scale}{' standalone' if standalone else ''}: {len(j['layers'])} layers, "
+              f"{len(got)} logits, {diff} differ from run --mode int")
+        check(diff == 0, f"{scale}: {diff} logits differ from quantkit run --mode int")
+    # The demo's Relu multipliers exceed 1 (Q/DQ between Conv and Relu): a single shift cannot
+    # express them, and the error lists those layers.
+    for bad, text in ((("--scale", "single-shift"), "/Relu_1 (Relu): the scheme cannot express a multiplier"),
+                      (("--scale", "float"), "--scale 'float'"), (("--namespace", "1bad"), "namespace"),
+                      (("--input-shape", "nope=1x1x8x8"), "no input 'nope'")):
+        p = c.run("export-cpp", qdq, "-o", c.tmp_file("bad.hpp"), *bad, expect=None)
+        check(p.returncode != 0 and text in p.stderr and not os.path.exists(c.tmp_file("bad.hpp")),
+              f"{bad}: exit {p.returncode}, {p.stderr!r}")
+    # A float model cannot be exported: the error names the node that is not integer.
+    p = c.run("export-cpp", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("bad.hpp"), expect=None)
+    check(p.returncode != 0 and "Conv" in p.stderr and not os.path.exists(c.tmp_file("bad.hpp")),
+          f"float model: exit {p.returncode}, {p.stderr!r}")
+
 
 def case_peer(c):
     node = c.node or shutil.which("node")
@@ -491,7 +661,8 @@ def case_peer(c):
 
 
 CASES = {"quantize": case_quantize, "eval": case_eval, "run": case_run, "calibrate": case_calibrate,
-         "compare": case_compare, "info": case_info, "errors": case_errors, "peer": case_peer}
+         "compare": case_compare, "info": case_info, "errors": case_errors, "remedies": case_remedies,
+         "qoperator": case_qoperator, "export": case_export, "peer": case_peer}
 
 
 def main():
@@ -500,6 +671,7 @@ def main():
     ap.add_argument("--source-dir", required=True)
     ap.add_argument("--case", required=True, choices=sorted(CASES))
     ap.add_argument("--node", default=None)
+    ap.add_argument("--cxx", default=None, help="C++ compiler for the export case")
     args = ap.parse_args()
     c = Ctx(args)
     try:

@@ -79,7 +79,11 @@ template <class Scheme>
 TracedGraph trace(const graph::Graph& qdq, const std::map<std::string, std::vector<std::int64_t>>& shapes = {}) {
   TracedGraph t;
   t.input_shapes = input_shapes(qdq, shapes);
-  const Executor<IntegerModeT<Scheme>> run(qdq);
+  // Unfolded: one integer op per layer (IntegerModeOptions::fold_requantize computes the same
+  // integers with the standalone requantizations merged into their producers).
+  IntegerModeOptions unfolded;
+  unfolded.fold_requantize = false;
+  const Executor<IntegerModeT<Scheme>> run(qdq, IntegerModeT<Scheme>(unfolded));
   t.graph = run.graph();
   t.report = run.mode().report();
   std::map<std::string, graph::Tensor> inputs;

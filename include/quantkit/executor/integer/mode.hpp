@@ -52,11 +52,24 @@ struct IntegerNodeInfo {
   std::string detail;   // the integer op (and fused activation), or why it stayed float
 };
 
+// How IntegerModeT rewrites a graph.
+struct IntegerModeOptions {
+  // A standalone requantization (Relu/Clip, a change of scale) is folded into the integer op
+  // that produces its input, as a 256-entry table on its output (the same integers, one pass
+  // less). Off: every integer op stays a node of its own, as integer::trace and the C++
+  // export want them.
+  bool fold_requantize = true;
+};
+
 template <class Scheme = FixedPointDoubleRounding>
 class IntegerModeT {
  public:
   static constexpr const char* name = "integer";
   using scheme = Scheme;
+
+  IntegerModeT() = default;
+  explicit IntegerModeT(const IntegerModeOptions& options) : options_(options) {}
+  const IntegerModeOptions& options() const { return options_; }
 
   const OpRegistry& registry() const {
     static const OpRegistry r = [] {
@@ -69,7 +82,7 @@ class IntegerModeT {
 
   void prepare(graph::Graph& g) {
     report_.clear();
-    Rewriter(g, report_).run();
+    Rewriter(g, report_, options_).run();
   }
 
   const std::vector<IntegerNodeInfo>& report() const { return report_; }
@@ -96,7 +109,8 @@ class IntegerModeT {
 
   class Rewriter {
    public:
-    Rewriter(graph::Graph& g, std::vector<IntegerNodeInfo>& report) : g_(g), report_(report) {}
+    Rewriter(graph::Graph& g, std::vector<IntegerNodeInfo>& report, const IntegerModeOptions& options)
+        : g_(g), report_(report), options_(options) {}
 
     void run() {
       g_.opsets[integer::kDomain] = g_.opset;  // the wrapped built-in ops see the model's opset
@@ -140,7 +154,7 @@ class IntegerModeT {
       }
       g_.nodes = std::move(nodes);
       remove_dead_dequantize();
-      fold_requantize_tables();
+      if (options_.fold_requantize) fold_requantize_tables();
     }
 
    private:
@@ -603,12 +617,14 @@ class IntegerModeT {
 
     graph::Graph& g_;
     std::vector<IntegerNodeInfo>& report_;
+    const IntegerModeOptions& options_;
     std::unordered_map<std::string, std::size_t> producers_;
     std::unordered_map<std::string, std::vector<std::size_t>> consumers_;
     std::vector<std::string> new_initializers_;
   };
 
   std::vector<IntegerNodeInfo> report_;
+  IntegerModeOptions options_;
 };
 
 // Integer-only execution with gemmlowp/TFLite fixed-point requantization (the default).
