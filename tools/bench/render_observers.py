@@ -18,6 +18,9 @@ def medians(path):
         if b.get("error_occurred"):
             continue
         name = b.get("run_name", b["name"]).split("/repeats")[0]
+        parts = name.split("/")
+        if len(parts) >= 2 and parts[-1] == parts[-2]:  # "<name>/<n>" + ->Arg(n)'s "/<n>"
+            name = "/".join(parts[:-1])
         rows[name] = b
     return doc.get("context", {}), rows
 

@@ -6,11 +6,14 @@
 #   results.md sweep.svg variants.svg   (tools/bench/render.py)
 # With --observers, bench_observers and PyTorch's observers instead (1M and 16M-element
 # batches): bench_observers.json torch_observers.json observers.md.
+# With --inference, bench_inference (demo CNN, 3-layer MLP 1024 wide, int8 GEMM; batch 256)
+# and ONNX Runtime on the same model files: bench_inference.json ort_inference.json inference.md.
 #
-# usage: tools/bench/run_all.sh [--quick] [--no-peers] [--observers]
+# usage: tools/bench/run_all.sh [--quick] [--no-peers] [--observers | --inference]
 #   --quick      3 sizes, short runs: checks the pipeline, not for publishing
 #   --no-peers   skip ONNX Runtime and PyTorch
 #   --observers  the observer benchmarks (bench/bench_observers.cpp) instead of the kernels'
+#   --inference  whole-model inference (bench/bench_inference.cpp) instead of the kernels'
 # Environment: QK_BENCH_RESULTS (output folder, default bench/results),
 #              QK_BENCH_BUILD (build folder, default build/bench).
 # Medians of 3 repetitions; one thread everywhere. The machine may be shared: run it when
@@ -30,6 +33,7 @@ peer_min_time=0.25
 repetitions=3
 peers=1
 observers=0
+inference=0
 observer_sizes="1048576,16777216"
 for arg in "$@"; do
   case "$arg" in
@@ -38,13 +42,36 @@ for arg in "$@"; do
       sweep_min_time=0.05; matrix_min_time=0.02; peer_min_time=0.05 ;;
     --no-peers) peers=0 ;;
     --observers) observers=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --inference) inference=1 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
 
 mkdir -p "$results" "$build"
 step() { printf '\n== %s\n' "$*" >&2; }
+
+if [ "$inference" = 1 ]; then
+  step "configure and build bench_inference in $build"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DQUANTKIT_BUILD_BENCH=ON -DQUANTKIT_BUILD_TESTS=OFF -DQUANTKIT_BUILD_EXAMPLES=OFF \
+    -DQUANTKIT_BUILD_TOOLS=OFF >"$build/configure.log"
+  cmake --build "$build" --target bench_inference
+  models="$build/inference_models"
+  step "bench_inference (models in $models)"
+  "$build/bench/bench_inference" --qk_models="$models" --benchmark_min_time=$sweep_min_time \
+    --benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true \
+    --benchmark_out_format=json --benchmark_out="$results/bench_inference.json" >&2
+  ort_json=()
+  if [ "$peers" = 1 ] && command -v node >/dev/null && [ -d "$root/tools/ort/node_modules/onnxruntime-node" ]; then
+    step "ONNX Runtime on the same files"
+    node "$root/tools/bench/ort_inference.mjs" "$models/manifest.json" "$results/ort_inference.json" \
+      --min_time=$sweep_min_time --repetitions=$repetitions
+    ort_json=("$results/ort_inference.json")
+  fi
+  $python "$root/tools/bench/render_inference.py" "$results/inference.md" "$results/bench_inference.json" "${ort_json[@]}"
+  exit 0
+fi
 
 if [ "$observers" = 1 ]; then
   step "configure and build bench_observers in $build"
