@@ -56,7 +56,7 @@ inline std::vector<Metric> all_metrics() {
 inline Metric parse_metric(const std::string& name, const std::string& what = "metric") {
   for (Metric m : all_metrics())
     if (name == to_string(m)) return m;
-  detail::fail(what, ": unknown metric '", name, "'; expected cosine, mse, mre, sqnr or chebyshev");
+  quantkit::detail::fail(what, ": unknown metric '", name, "'; expected cosine, mse, mre, sqnr or chebyshev");
 }
 
 // True for the metrics where larger means closer (cosine, sqnr).
