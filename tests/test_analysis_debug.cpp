@@ -6,6 +6,7 @@
 // restore the output; the channel-wise statistics must show the outlier channel.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -13,8 +14,11 @@
 #include <vector>
 
 #include <quantkit/analysis/distribution.hpp>
+#include <quantkit/analysis/mixed_precision.hpp>
 #include <quantkit/analysis/partial.hpp>
 #include <quantkit/analysis/sensitivity.hpp>
+#include <quantkit/observer/kl.hpp>
+#include <quantkit/observer/minmax.hpp>
 #include <quantkit/ptq.hpp>
 
 namespace qk = quantkit;
@@ -255,4 +259,84 @@ TEST_CASE("channel statistics show the outlier channel; histograms and clipping 
   CHECK(aclip.channels == 1);
   CHECK(aclip.lo == doctest::Approx(0.0).epsilon(1e-6));
   CHECK_THROWS_WITH_AS(qa::channel_stats(t.view<float>().named("v"), 2), doctest::Contains("channel axis 2"), qk::Error);
+}
+
+TEST_CASE("auto mixed precision: int16 does not fix a hostile weight, float does; every step reported") {
+  const Graph g = hostile_mlp(true);
+  const TensorMap calib = samples(256, 1);
+  int calibrations = 0;
+  const qa::Calibrate calibrate = [&](const qk::ptq::PtqConfig& cfg) {
+    ++calibrations;
+    qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(g, cfg);
+    cal.observe(calib);
+    return cal.finish();
+  };
+  const auto r = qa::auto_mixed_precision(qk::ptq::PtqConfig{}, calibrate, samples(64, 4), 0.999);
+  CHECK(r.reached);
+  CHECK(r.initial_cosine < 0.9);
+  CHECK(r.final_cosine >= 0.999);
+  REQUIRE(!r.steps.empty());
+  // fc2 (the worst) is raised to int16 first; its 8-bit weight stays hostile, so later int16 steps
+  // do not reach the target either, and fc2 is the first node moved to float — which reaches it.
+  CHECK(r.steps.front().node == "fc2");
+  CHECK(r.steps.front().action == std::string("int16"));
+  CHECK(r.steps.front().cosine < 0.999);
+  CHECK(r.steps.back().node == "fc2");
+  CHECK(r.steps.back().action == std::string("float"));
+  CHECK(r.config.keep_float == std::vector<std::string>{"fc2"});
+  CHECK(std::find(r.config.int16_nodes.begin(), r.config.int16_nodes.end(), "fc2") == r.config.int16_nodes.end());
+  CHECK(!r.model.is_quantized_node("fc2"));
+  CHECK(calibrations == static_cast<int>(r.steps.size()) + 1);
+
+  // Already at the target: no step, one calibration.
+  calibrations = 0;
+  const Graph benign = hostile_mlp(false);
+  const qa::Calibrate calibrate_benign = [&](const qk::ptq::PtqConfig& cfg) {
+    ++calibrations;
+    qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(benign, cfg);
+    cal.observe(calib);
+    return cal.finish();
+  };
+  const auto b = qa::auto_mixed_precision(qk::ptq::PtqConfig{}, calibrate_benign, samples(64, 4), 0.99);
+  CHECK(b.reached);
+  CHECK(b.steps.empty());
+  CHECK(calibrations == 1);
+  CHECK_THROWS_WITH_AS(qa::auto_mixed_precision(qk::ptq::PtqConfig{}, calibrate_benign, samples(8, 4), 1.5),
+                       doctest::Contains("target cosine 1.5"), qk::Error);
+}
+
+TEST_CASE("mix calibration: per sensitive node the best of the candidate observers, biases rescaled") {
+  const Graph g = hostile_mlp(false);
+  const TensorMap calib = samples(256, 1);
+  auto with = [&](auto observer_tag) {
+    using O = typename decltype(observer_tag)::type;
+    qk::ptq::GraphCalibrator<O> cal(g, qk::ptq::PtqConfig{});
+    cal.observe(calib);
+    return cal.finish();
+  };
+  struct KlTag { using type = qk::KlObserver; };
+  struct MaxTag { using type = qk::MinMaxObserver; };
+  const auto kl = with(KlTag{});
+  const auto mx = with(MaxTag{});
+  // A threshold this strict makes every node "sensitive", so every node gets a choice.
+  const auto r = qa::mix_activation_calibration(kl, {{"max", &mx}}, samples(64, 5), 0.9999999);
+  CHECK(r.choices.size() == 5);
+  CHECK(r.final_cosine >= r.base_cosine);
+  for (const auto& c : r.choices) {
+    CHECK(c.cosine.count("kl"));
+    CHECK((c.chosen == "kl" || c.chosen == "max"));
+    for (const auto& kv : c.cosine) CHECK(kv.second <= r.final_cosine + 1e-12);
+  }
+  // Biases follow their input's scale: s_bias = s_in * s_w for every quantized bias.
+  for (const auto& kv : r.model.tensors) {
+    if (kv.second.role != qk::ptq::TensorRole::bias) continue;
+    const auto& in = r.model.at(kv.second.input);
+    const auto& w = r.model.at(kv.second.weight);
+    for (std::size_t c = 0; c < w.params.scale.size(); ++c)
+      CHECK(kv.second.params.scale[c] == in.params.scale[0] * w.params.scale[c]);
+  }
+  // Nothing sensitive at a loose threshold: the base model unchanged.
+  const auto none = qa::mix_activation_calibration(kl, {{"max", &mx}}, samples(64, 5), 0.5);
+  CHECK(none.choices.empty());
+  CHECK(none.final_cosine == none.base_cosine);
 }

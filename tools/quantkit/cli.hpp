@@ -50,6 +50,10 @@ void add_calibrate(CLI::App& app);
 void add_compare(CLI::App& app);
 void add_info(CLI::App& app);
 void add_export_cpp(CLI::App& app);
+void add_debug(CLI::App& app);
+
+// The self-contained HTML page of `quantkit debug runall` from its JSON report (debug_report.cpp).
+std::string render_debug_report(const Json& report);
 
 // ---------------------------------------------------------------------------------------------
 // Option values (common.cpp). Each parser names the option and the value in its error.

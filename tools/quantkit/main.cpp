@@ -1,6 +1,6 @@
 // quantkit — post-training quantization of ONNX models from the command line.
 //
-//   quantkit quantize | run | eval | calibrate | compare | info   (quantkit SUBCOMMAND --help)
+//   quantkit quantize | run | eval | calibrate | compare | info | export-cpp | debug   (quantkit SUBCOMMAND --help)
 //
 // Exit status: 0 success; 1 a bad input (model, data file, output path): one line on stderr
 // naming the file/node/tensor, what was found and what was expected; 2 a bad command line
@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   qc::add_compare(app);
   qc::add_info(app);
   qc::add_export_cpp(app);
+  qc::add_debug(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {  // --help, --version

@@ -207,17 +207,25 @@ class DebugSession {
   }
 
   PartialResult partial(double threshold = 0.999) const {
+    SensitivityOptions o;
+    o.metrics = all_metrics();
+    return partial(threshold, sensitivity(o));
+  }
+  // From a node sensitivity already measured (part node, every node).
+  PartialResult partial(double threshold, const SensitivityResult& s) const {
     if (!(threshold > -1.0) || !(threshold <= 1.0))
       quantkit::detail::fail("partial: cosine threshold ", threshold, "; expected a value in (-1, 1]");
+    if (s.part != QuantPart::node)
+      quantkit::detail::fail("partial: a sensitivity of type ", to_string(s.part), "; expected type node");
     PartialResult r;
     r.threshold = threshold;
     r.output = options_.output;
-    SensitivityOptions o;
-    o.metrics = all_metrics();
-    const SensitivityResult s = sensitivity(o);
     r.full = s.full;
     for (const auto& row : s.rows)
       if (row.metrics.cosine < threshold) r.sensitive.push_back(row);
+    std::stable_sort(r.sensitive.begin(), r.sensitive.end(), [](const SensitivityRow& a, const SensitivityRow& b) {
+      return a.metrics.cosine < b.metrics.cosine;
+    });
     std::vector<std::string> kept;
     for (std::size_t k = 0; k < r.sensitive.size(); ++k) {
       kept.push_back(r.sensitive[k].node);
