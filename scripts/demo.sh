@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # quantkit's demo: builds the `quantkit` command-line tool (only that target) in build/demo and
 # runs it on the small CNN in examples/data/demo/: quantize to W8A8 and W4A8, test accuracy of
-# float vs quantized in fake-quant and integer-only mode, and the layer-wise similarity table.
+# float vs quantized in fake-quant and integer-only mode, the layer-wise similarity table and the
+# accuracy-debug report (quantkit debug runall: out/debug/report.html).
 #   scripts/demo.sh
 # Environment: JOBS (default 2), CXX (compiler), QUANTKIT_DEMO_BUILD_DIR (default build/demo);
 # the models and outputs it writes go to QUANTKIT_DEMO_OUT (default <build dir>/out).
@@ -67,6 +68,10 @@ quantkit compare $data/digits_cnn.onnx "$out/digits_cnn.w8a8.onnx" --input $data
 echo
 echo "== Integer-only logits as .npy =="
 quantkit run "$out/digits_cnn.w8a8.onnx" --input $data/digits_test_x.npy -o "$out/logits.int8.npy" --mode int
+
+echo
+echo "== Accuracy debugging: which nodes lose accuracy (report.html + report.json) =="
+quantkit debug runall $data/digits_cnn.onnx --calib $data/digits_calib.npy -o "$out/debug"
 
 echo
 echo "demo.sh: the quantized models and logits are in $out:"

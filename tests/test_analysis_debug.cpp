@@ -340,3 +340,23 @@ TEST_CASE("mix calibration: per sensitive node the best of the candidate observe
   CHECK(none.choices.empty());
   CHECK(none.final_cosine == none.base_cosine);
 }
+
+TEST_CASE("saturated_count: per element parameters, half a step of rounding margin") {
+  // Per channel along axis 0: channel 0 keeps [-1.28, 1.27] (+- 0.005), channel 1 [-12.8, 12.7].
+  qk::QuantParams p;
+  p.scale = {0.01f, 0.1f};
+  p.zero_point = {0, 0};
+  p.granularity = qk::Granularity::per_channel(0);
+  p.range = qk::IntRange{-128, 127};
+  const std::vector<float> v = {1.27f, 1.274f, 1.276f, -1.3f, 12.74f, 12.76f, -12.86f, 0.0f};
+  const Tensor t = Tensor::from_vector<float>(qk::graph::make_dims(std::vector<std::int64_t>{2, 4}, "t"), v, "t");
+  CHECK(qa::saturated_count(t.view<float>().named("t"), p) == 4);  // 1.276, -1.3 | 12.76, -12.86
+  p.granularity = qk::Granularity::per_tensor();
+  p.scale = {0.1f};
+  p.zero_point = {0};
+  CHECK(qa::saturated_count(t.view<float>().named("t"), p) == 2);
+  // Min-max parameters of the hostile model's weights saturate nothing.
+  const auto qm = calibrate(hostile_mlp(true));
+  const Tensor& w2 = qm.graph.initializers.at("w2");
+  CHECK(qa::saturated_count(w2.view<float>().named("w2"), qm.at("w2").params) == 0);
+}

@@ -60,14 +60,15 @@ std::string render_debug_report(const Json& report);
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo, std::int64_t hi);
 std::vector<std::string> split_list(const std::vector<std::string>& items);  // "a,b" "c" -> a b c
 
-enum class ObserverKind { minmax, moving_average, percentile, histogram, mse, kl, automatic };
+enum class ObserverKind { minmax, moving_average, percentile, histogram, mse, kl, automatic, mix };
 struct ObserverSpec {
   ObserverKind kind = ObserverKind::minmax;
   double percent = 99.99;          // percentile:P, P in (0, 100]
   double averaging_constant = 0.01;  // moving-average[:C], C in (0, 1]
   std::string text;                // as given
 };
-// minmax | moving-average[:C] | percentile:P | histogram | mse | kl | auto
+// minmax | moving-average[:C] | percentile:P | histogram | mse | kl | auto | mix (whole models only:
+// KL, and max or percentile 99.995 for the nodes sensitive to it; calibrate_model)
 ObserverSpec parse_observer(const std::string& option, const std::string& text);
 
 enum class ScaleKind { float_multiplier, pow2, fixed_point, single_shift, double_shift };
@@ -135,6 +136,27 @@ TensorCalibration observe_tensor(const graph::Tensor& t, const ObserverSpec& spe
 // stderr when it is a terminal or with --progress) and returns the calibrated model
 // (calibrate_model.cpp).
 ptq::QuantizedModel calibrate_model(const graph::Graph& model, const QuantOptions& o, std::int64_t* samples = nullptr);
+// The samples the accuracy measurements of --observer mix and --auto-mixed use: the first
+// `mix_samples` rows of the calibration data.
+inline constexpr std::int64_t mix_samples = 64;
+
+// quantize --auto-mixed TARGET (analysis::auto_mixed_precision): nodes raised to int16, then
+// float, worst first, until the output cosine on the first mix_samples calibration samples
+// reaches TARGET.
+struct AutoMixedStep {
+  std::string node;
+  std::string action;  // "int16" or "float"
+  double cosine = 0;
+};
+struct AutoMixedReport {
+  double target = 0, initial_cosine = 0, final_cosine = 0;
+  bool reached = false;
+  std::int64_t samples = 0;
+  std::vector<AutoMixedStep> steps;
+  std::vector<std::string> int16_nodes, keep_float;
+};
+ptq::QuantizedModel calibrate_auto_mixed(const graph::Graph& model, const QuantOptions& o, double target,
+                                         AutoMixedReport& report, std::int64_t* samples = nullptr);
 
 // ---------------------------------------------------------------------------------------------
 // Data files (common.cpp): .npy as float32, int8, uint8, int32 or int64, C order.

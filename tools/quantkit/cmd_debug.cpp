@@ -275,11 +275,7 @@ Json tensor_distribution_json(const Context& c, const std::string& tensor, bool 
   const qa::Histogram full = qa::histogram(view, 1);
   const double lo = std::min(full.min, clip.lo), hi = std::max(full.max, clip.hi);
   const qa::Histogram h = qa::histogram(view, bins, lo, hi);
-  std::int64_t clipped = 0;
-  for_each_index(view, [&](std::int64_t o, const Dims&) {
-    const double x = view.data()[o];
-    if (x < clip.lo || x > clip.hi) ++clipped;
-  });
+  const std::int64_t clipped = qa::saturated_count(view, q->params);
   return Json{{"kind", weight ? "weight" : "activation"},
               {"tensor", tensor},
               {"node", q->node},
@@ -540,7 +536,6 @@ void run_verb(const std::string& verb, const DebugArgs& a) {
   }
   if (verb == "distribution" || verb == "channelwise") {
     const int given = !a.node.empty() + !a.weight.empty() + !a.activation.empty();
-    if (verb == "channelwise" && !a.node.empty()) usage_fail("--node: channelwise takes --weight W or --activation A");
     if (given != 1)
       usage_fail(verb, ": expected exactly one of ", verb == "distribution" ? "--node, " : "", "--weight or --activation");
   }

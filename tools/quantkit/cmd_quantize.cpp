@@ -10,6 +10,7 @@
 // in the integer mode: power-of-two and shifts need multipliers <= 1, double-shift <= 1.5).
 // For models with 8-bit activations it also reads the written file back and reports which
 // compute nodes the integer mode runs in integers.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct QuantizeArgs {
   std::string output;
   std::string scale = "fixed-point";
   std::string format = "qdq";
+  std::string auto_mixed;  // target output cosine; "" = off
   bool json = false;
   QuantOptions quant;
 };
@@ -93,6 +95,18 @@ void write_quantize_qoperator(const QuantizeArgs& a, const ptq::QuantizedModel& 
   }
 }
 
+// What --auto-mixed changed: on stderr with --json (stdout holds the JSON summary), else stdout.
+void print_auto_mixed(const AutoMixedReport& m, bool to_stderr) {
+  std::FILE* f = to_stderr ? stderr : stdout;
+  fmt::print(f, "auto mixed precision (target output cosine {} on {} calibration samples): {:.6f} -> {:.6f}, {}\n",
+             m.target, m.samples, m.initial_cosine, m.final_cosine, m.reached ? "reached" : "NOT reached");
+  for (const auto& s : m.steps) fmt::print(f, "  {:<6} {:<32} output cosine {:.6f}\n", s.action, s.node, s.cosine);
+  if (!m.reached)
+    fmt::print(f, "  the best configuration seen is written (int16: {}; float: {})\n",
+               m.int16_nodes.empty() ? "none" : fmt::format("{}", fmt::join(m.int16_nodes, ",")),
+               m.keep_float.empty() ? "none" : fmt::format("{}", fmt::join(m.keep_float, ",")));
+}
+
 void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   const ScaleKind scale = parse_scale("--scale", a.scale);
   if (a.format != "qdq" && a.format != "qoperator")
@@ -106,7 +120,21 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     quantkit::detail::fail("model '", a.input, "' is already quantized (it has QuantizeLinear/DequantizeLinear or "
                            "QLinear ops); expected a float model");
   std::int64_t samples = 0;
-  const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
+  AutoMixedReport mixed;
+  const bool auto_mixed = !a.auto_mixed.empty();
+  if (auto_mixed) {
+    std::size_t used = 0;
+    try {
+      mixed.target = std::stod(a.auto_mixed, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != a.auto_mixed.size() || !(mixed.target > -1.0) || !(mixed.target <= 1.0))
+      usage_fail("--auto-mixed '", a.auto_mixed, "': expected a target output cosine in (-1, 1], e.g. 0.999");
+  }
+  const ptq::QuantizedModel qm = auto_mixed ? calibrate_auto_mixed(model, a.quant, mixed.target, mixed, &samples)
+                                            : calibrate_model(model, a.quant, &samples);
+  if (auto_mixed) print_auto_mixed(mixed, a.json);
   if (a.format == "qoperator") return write_quantize_qoperator(a, qm, samples);
   const QdqSummary rep = write_qdq(qm, a.output);
   const std::vector<LayerScale> layers = check_scale(qm, scale);
@@ -153,6 +181,13 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     j["rounding"] = quantkit::to_string(qm.config.weight_rounding);
     j["keep_float"] = qm.config.keep_float;
     j["int16_nodes"] = qm.config.int16_nodes;
+    if (auto_mixed) {
+      Json steps = Json::array();
+      for (const auto& st : mixed.steps) steps.push_back({{"node", st.node}, {"action", st.action}, {"cosine", st.cosine}});
+      j["auto_mixed"] = {{"target", mixed.target},          {"samples", mixed.samples},
+                         {"initial_cosine", mixed.initial_cosine}, {"final_cosine", mixed.final_cosine},
+                         {"reached", mixed.reached},        {"steps", steps}};
+    }
     j["calibration_samples"] = samples;
     j["calibration_batch"] = batch;
     j["quantized_nodes"] = qm.quantized_nodes;
@@ -247,6 +282,10 @@ void add_quantize(CLI::App& app) {
                   "QLinearMatMul and ONNX Runtime's com.microsoft QLinear ops)")
       ->type_name("F")
       ->capture_default_str();
+  cmd->add_option("--auto-mixed", args->auto_mixed,
+                  "raise the most sensitive nodes (quantkit debug sensitivity) to 16-bit activations, then to float, "
+                  "until the output cosine on the first 64 calibration samples reaches COS (e.g. 0.999)")
+      ->type_name("COS");
   cmd->add_flag("--json", args->json, "print the summary as JSON");
   cmd->callback([cmd, args] { run_quantize(cmd, *args); });
 }

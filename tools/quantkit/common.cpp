@@ -101,9 +101,12 @@ ObserverSpec parse_observer(const std::string& option, const std::string& text) 
   } else if (kind == "auto") {
     no_arg();
     s.kind = ObserverKind::automatic;
+  } else if (kind == "mix") {
+    no_arg();
+    s.kind = ObserverKind::mix;
   } else {
     usage_fail(option, " '", text,
-               "': unknown observer; expected minmax, moving-average[:C], percentile:P, histogram, mse, kl or auto");
+               "': unknown observer; expected minmax, moving-average[:C], percentile:P, histogram, mse, kl, auto or mix");
   }
   return s;
 }
@@ -169,7 +172,9 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
   cmd->add_option("--observer", o.observer,
                   "activation observer: minmax, moving-average[:C] (C = 0.01), percentile:P (P in (0, 100], "
                   "e.g. 99.99), histogram (PyTorch L2 search), mse, kl (TensorRT entropy, zero-bin fix), "
-                  "auto (best of max / percentile 99.995 / kl by cosine); weights always use min-max")
+                  "auto (best of max / percentile 99.995 / kl by cosine), mix (Horizon's: kl, then for each node whose "
+                  "quantization alone drops the output cosine under 0.999, max or percentile 99.995 if better for "
+                  "the whole model's output); weights always use min-max")
       ->type_name("OBS")
       ->capture_default_str();
   cmd->add_flag("--symmetric-activations", o.symmetric_activations,

@@ -45,6 +45,9 @@ decltype(auto) with_observer(const ObserverSpec& s, F&& f) {
       return f(ObserverTag<KlObserver>{}, o);
     }
     case ObserverKind::automatic: return f(ObserverTag<AutoObserver>{}, AutoObserver::Options{});
+    case ObserverKind::mix:
+      usage_fail("--observer mix chooses per node from the whole model's output; expected it with quantize, run, "
+                 "eval, compare or debug (calibrate observes single tensors: use kl, minmax or percentile:P)");
   }
   return f(ObserverTag<MinMaxObserver>{}, MinMaxObserver::Options{});
 }

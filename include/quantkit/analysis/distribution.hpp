@@ -5,6 +5,7 @@
 //   auto h  = qk::analysis::histogram(view, 128);                  // range = [min, max] of the data
 //   auto cl = qk::analysis::clipping_range(qm.at("/conv1/Conv_output_0"));  // what quantization keeps
 //   auto bs = qk::analysis::channel_stats(weight_view, 0);         // one box per output channel
+//   auto n  = qk::analysis::saturated_count(view, tq.params);      // values quantization clips
 //
 // Box statistics: quartiles by linear interpolation between order statistics (numpy's default,
 // "linear"); whiskers at the most extreme values within 1.5 IQR of the quartiles (Tukey);
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "quantkit/error.hpp"
+#include "quantkit/param_layout.hpp"
 #include "quantkit/params.hpp"
 #include "quantkit/ptq/config.hpp"
 #include "quantkit/tensor/view.hpp"
@@ -119,6 +121,23 @@ inline ClippingRange clipping_range(const ptq::TensorQuant& t) {
     first = false;
   }
   return c;
+}
+
+// Elements quantization saturates: outside [(qmin - z - 1/2) s, (qmax - z + 1/2) s] of their own
+// (scale, zero point) — nearer values round into range, so min-max parameters clip nothing.
+template <class T, int R>
+std::int64_t saturated_count(const View<T, R>& v, const QuantParams& p) {
+  const ParamLayout layout(v.shape(), p.granularity, v.name());
+  layout.expect_count(static_cast<std::int64_t>(p.scale.size()), v.name());
+  std::int64_t n = 0;
+  for_each_index(v, [&](std::int64_t o, const Dims& idx) {
+    const auto slot = static_cast<std::size_t>(layout.index(idx));
+    const double s = p.scale[slot];
+    const double z = slot < p.zero_point.size() ? static_cast<double>(p.zero_point[slot]) : 0.0;
+    const double x = static_cast<double>(v.data()[o]);
+    if (x < (p.range.qmin - z - 0.5) * s || x > (p.range.qmax - z + 0.5) * s) ++n;
+  });
+  return n;
 }
 
 struct ChannelStats {
