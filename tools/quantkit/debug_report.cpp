@@ -50,6 +50,7 @@ std::string tick(double v) { return format_number(v, 3); }
 // Axis labels with as many decimals as the span needs (cosines near 1 differ in the 4th digit).
 std::string axis_tick(double v, double span) {
   const int decimals = span > 0 ? std::clamp(static_cast<int>(std::ceil(-std::log10(span / 4))) + 1, 0, 9) : 3;
+  if (std::fabs(v) < 0.5 * std::pow(10.0, -decimals)) v = 0.0;  // no "-0.0"
   return fmt::format("{:.{}f}", v, decimals);
 }
 
@@ -125,21 +126,31 @@ std::string line_chart(const std::vector<Series>& series, const std::vector<std:
   }
   if (std::isfinite(marker)) {
     s += fmt::format(R"(<line x1="{}" y1="{:.1f}" x2="{}" y2="{:.1f}" class="marker"/>)", left, Y(marker), left + width, Y(marker));
-    s += fmt::format(R"(<text x="{}" y="{:.1f}" class="marker-label">{}</text>)", left + width + 4, Y(marker) + 4, esc(marker_label));
+    s += fmt::format(R"(<text x="{}" y="{:.1f}" class="marker-label">{}</text>)", left + 4, Y(marker) - 4, esc(marker_label));
   }
   for (std::size_t k = 0; k < series.size(); ++k) {
     const char* color = palette[k % 7];
     std::string pts;
+    auto flush = [&] {
+      if (!pts.empty()) s += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6"/>)", pts, color);
+      pts.clear();
+    };
     for (std::size_t i = 0; i < series[k].y.size(); ++i) {
       double v = series[k].y[i];
+      if (std::isnan(v)) {  // no value here (e.g. not quantized in this variant): a gap
+        flush();
+        continue;
+      }
       if (!std::isfinite(v)) v = v > 0 ? hi : lo;  // infinite SQNR (exact) drawn at the top
       pts += fmt::format("{:.1f},{:.1f} ", X(i), Y(v));
       s += fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="2.5" fill="{}"><title>{} #{}: {}</title></circle>)", X(i), Y(v),
                        color, esc(series[k].label), i, tick(series[k].y[i]));
     }
-    s += fmt::format(R"(<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6"/>)", pts, color);
-    s += fmt::format(R"(<rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" class="label">{}</text>)",
-                     left + width + 12, top + 16 * k, color, left + width + 26, top + 16 * k + 9, esc(series[k].label));
+    flush();
+    const std::string& label = series[k].label;
+    const std::string shown = label.size() > 26 ? label.substr(0, 23) + "..." : label;
+    s += fmt::format(R"(<g><title>{}</title><rect x="{}" y="{}" width="10" height="10" fill="{}"/><text x="{}" y="{}" class="label">{}</text></g>)",
+                     esc(label), left + width + 12, top + 16 * k, color, left + width + 26, top + 16 * k + 9, esc(shown));
   }
   if (n <= 60)
     for (std::size_t i = 0; i < xlabels.size() && i < n; ++i) {
@@ -335,18 +346,25 @@ nav a{margin-right:12px}code{background:#f4f4f4;padding:0 3px}
   // Cumulative error.
   {
     h += R"(<section id="acc-error"><h2>Cumulative error</h2><p>The similarity of every value along the graph (float model vs the quantized variant), in graph order. Values a variant does not quantize show no error until a quantized one feeds them.</p>)";
+    // x: every value any curve has, in graph order (the curve with the most rows first); a
+    // curve without a value there (its variant does not quantize a graph input) has a gap.
     std::vector<Series> sq, cs;
     std::vector<std::string> xl;
     for (const auto& c : r["acc_error"]["curves"]) {
-      Series a{c["label"].get<std::string>(), {}}, b{c["label"].get<std::string>(), {}};
       std::vector<std::string> labels;
+      for (const auto& row : c["rows"]) labels.push_back(row["value"].get<std::string>());
+      if (labels.size() > xl.size()) xl = labels;
+    }
+    for (const auto& c : r["acc_error"]["curves"]) {
+      Series a{c["label"].get<std::string>(), std::vector<double>(xl.size(), NAN)};
+      Series b{a.label, std::vector<double>(xl.size(), NAN)};
       for (const auto& row : c["rows"]) {
         if (row.contains("error")) continue;
-        a.y.push_back(num(row["metrics"]["sqnr"]));
-        b.y.push_back(num(row["metrics"]["cosine"]));
-        labels.push_back(row["value"].get<std::string>());
+        const auto at = std::find(xl.begin(), xl.end(), row["value"].get<std::string>());
+        if (at == xl.end()) continue;
+        a.y[static_cast<std::size_t>(at - xl.begin())] = num(row["metrics"]["sqnr"]);
+        b.y[static_cast<std::size_t>(at - xl.begin())] = num(row["metrics"]["cosine"]);
       }
-      if (labels.size() > xl.size()) xl = labels;
       sq.push_back(a);
       cs.push_back(b);
     }
