@@ -58,6 +58,7 @@ std::string render_debug_report(const Json& report);
 // ---------------------------------------------------------------------------------------------
 // Option values (common.cpp). Each parser names the option and the value in its error.
 std::int64_t parse_int(const std::string& option, const std::string& text, std::int64_t lo, std::int64_t hi);
+double parse_double(const std::string& option, const std::string& text);  // finite
 std::vector<std::string> split_list(const std::vector<std::string>& items);  // "a,b" "c" -> a b c
 
 enum class ObserverKind { minmax, moving_average, percentile, histogram, mse, kl, automatic, mix };

@@ -9,6 +9,7 @@
 //   channelwise   per-channel box statistics of a weight or activation
 //   partial       the sensitive nodes, and the output when the first k of them stay float
 //   runall        all of them into OUTDIR/report.html (self-contained) and OUTDIR/report.json
+// --quantized Q.onnx takes the quantization from a QDQ file of the model (ptq::import_qdq) instead.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include "quantkit/analysis/partial.hpp"
 #include "quantkit/analysis/sensitivity.hpp"
 #include "quantkit/io/atomic_file.hpp"
+#include "quantkit/ptq/import_qdq.hpp"
 
 namespace quantkit {
 namespace cli {
@@ -35,6 +37,7 @@ namespace {
 
 struct DebugArgs {
   std::string model;
+  std::string quantized;            // a QDQ file of `model` instead of calibrating it
   QuantOptions quant;
   std::vector<std::string> inputs;  // measurement samples (default: the calibration data)
   std::string samples = "64";
@@ -72,15 +75,8 @@ std::vector<qa::Metric> parse_metrics(const std::vector<std::string>& items) {
 }
 
 double parse_threshold(const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(v > -1.0) || !(v <= 1.0))
-    usage_fail("--threshold '", text, "': expected a cosine in (-1, 1], e.g. 0.999");
+  const double v = parse_double("--threshold", text);
+  if (!(v > -1.0) || !(v <= 1.0)) usage_fail("--threshold '", text, "': expected a cosine in (-1, 1], e.g. 0.999");
   return v;
 }
 
@@ -103,14 +99,34 @@ std::string scheme_text(const QuantOptions& o) {
   return s;
 }
 
-Context make_context(const DebugArgs& a) {
+Context make_context(const CLI::App* cmd, const DebugArgs& a) {
   Context c;
+  const std::int64_t n = parse_int("--samples", a.samples, 1, std::int64_t{1} << 30);
+  if (!a.quantized.empty()) {
+    for (const char* o : {"--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
+                          "--rounding", "--keep-float", "--int16", "--cle", "--bias-correction", "--adaround"})
+      if (cmd->count(o))
+        usage_fail(o, ": the quantization comes from --quantized '", a.quantized,
+                   "'; expected no quantize options with it (only --calib or --input for the samples)");
+    if (a.inputs.empty() && a.quant.calib.empty())
+      usage_fail("--quantized: no samples to measure on; expected --input X.npy or --calib CALIB.npy");
+  } else if (a.quant.calib.empty()) {
+    usage_fail("--calib: no calibration data given; expected --calib CALIB.npy (or --quantized Q.onnx and --input)");
+  }
   c.model = read_model(a.model);
   if (is_quantized(c.model))
     quantkit::detail::fail("model '", a.model, "' is already quantized; expected the float model (quantkit debug "
-                           "calibrates it with --calib and the quantize options)");
-  const std::int64_t n = parse_int("--samples", a.samples, 1, std::int64_t{1} << 30);
-  ptq::QuantizedModel qm = calibrate_model(c.model, a.quant, &c.calib_samples);
+                           "calibrates it with --calib and the quantize options, or takes its QDQ file with --quantized)");
+  ptq::QuantizedModel qm;
+  if (!a.quantized.empty()) {
+    const graph::Graph qdq = read_model(a.quantized);
+    if (!is_quantized(qdq))
+      quantkit::detail::fail("--quantized '", a.quantized, "' has no QuantizeLinear/DequantizeLinear; expected the QDQ "
+                             "model of '", a.model, "'");
+    qm = ptq::import_qdq(c.model, qdq);
+  } else {
+    qm = calibrate_model(c.model, a.quant, &c.calib_samples);
+  }
   TensorMap inputs = a.inputs.empty() ? read_inputs("--calib", a.quant.calib, c.model) : read_inputs("--input", a.inputs, c.model);
   for (auto& kv : inputs)
     if (kv.second.rank() > 0 && kv.second.dim(0) > n) kv.second = slice_rows(kv.second, 0, n);
@@ -118,7 +134,7 @@ Context make_context(const DebugArgs& a) {
   qa::DebugOptions opt;
   opt.output = a.output;
   c.session = std::make_unique<qa::DebugSession>(std::move(qm), std::move(inputs), opt);
-  c.scheme = scheme_text(a.quant);
+  c.scheme = a.quantized.empty() ? scheme_text(a.quant) : "imported from the QDQ model '" + a.quantized + "'";
   return c;
 }
 
@@ -522,7 +538,7 @@ std::string conclusion(const Json& report) {
   return s;
 }
 
-void run_verb(const std::string& verb, const DebugArgs& a) {
+void run_verb(const CLI::App* cmd, const std::string& verb, const DebugArgs& a) {
   const auto metrics = parse_metrics(a.metrics);
   const int bins = static_cast<int>(parse_int("--bins", a.bins, 2, 4096));
   const bool has_axis = !a.axis.empty();
@@ -540,7 +556,7 @@ void run_verb(const std::string& verb, const DebugArgs& a) {
       usage_fail(verb, ": expected exactly one of ", verb == "distribution" ? "--node, " : "", "--weight or --activation");
   }
   if (!a.out_dir.empty()) check_writable("-o", a.out_dir + "/report.json");
-  const Context c = make_context(a);
+  const Context c = make_context(cmd, a);
   Json j = header_json(c, a);
   if (verb == "sensitivity") {
     j["sensitivity"] = sensitivity_json(c, part, metrics, split_list(a.nodes));
@@ -572,7 +588,7 @@ void run_verb(const std::string& verb, const DebugArgs& a) {
   }
 }
 
-void run_all(const DebugArgs& a) {
+void run_all(const CLI::App* cmd, const DebugArgs& a) {
   const std::size_t top = static_cast<std::size_t>(parse_int("--top", a.top, 1, 100));
   const double threshold = parse_threshold(a.threshold);
   const int bins = static_cast<int>(parse_int("--bins", a.bins, 2, 4096));
@@ -583,7 +599,7 @@ void run_all(const DebugArgs& a) {
   if (ec || !fs::is_directory(a.out_dir))
     quantkit::detail::fail("-o '", a.out_dir, "': cannot create the folder (", ec.message(), "); expected a writable path");
   check_writable("-o", a.out_dir + "/report.json");
-  const Context c = make_context(a);
+  const Context c = make_context(cmd, a);
   Json report = header_json(c, a);
   auto step = [](const char* what) { fmt::print(stderr, "debug runall: {}\n", what); };
 
@@ -653,7 +669,10 @@ void run_all(const DebugArgs& a) {
 void add_common(CLI::App* cmd, DebugArgs& a) {
   cmd->add_option("float", a.model, "the float ONNX model")->required()->type_name("FLOAT.onnx");
   add_quant_options(cmd, a.quant);
-  cmd->get_option("--calib")->required();
+  cmd->add_option("--quantized", a.quantized,
+                  "take the quantization from this QDQ model of FLOAT.onnx (quantkit's or ONNX Runtime's) instead of "
+                  "calibrating; the samples come from --input or --calib")
+      ->type_name("Q.onnx");
   cmd->add_option("--input", a.inputs,
                   "samples to measure on: X.npy or NAME=X.npy per input (default: the calibration data)")
       ->type_name("[NAME=]X.npy")
@@ -689,7 +708,7 @@ void add_debug(CLI::App& app) {
       ->allow_extra_args(false);
   metric_option(sens);
   json_flag(sens);
-  sens->callback([a] { run_verb("sensitivity", *a); });
+  sens->callback([a, sens] { run_verb(sens, "sensitivity", *a); });
 
   CLI::App* acc = debug->add_subcommand("acc-error", "the error of every value along the graph");
   add_common(acc, *a);
@@ -704,7 +723,7 @@ void add_debug(CLI::App& app) {
   acc->add_flag("--average", a->average, "print the running mean of the first n values' metrics");
   metric_option(acc);
   json_flag(acc);
-  acc->callback([a] { run_verb("acc-error", *a); });
+  acc->callback([a, acc] { run_verb(acc, "acc-error", *a); });
 
   CLI::App* dist = debug->add_subcommand("distribution", "histograms of a node's output, a weight or an activation");
   add_common(dist, *a);
@@ -713,7 +732,7 @@ void add_debug(CLI::App& app) {
   dist->add_option("--activation", a->activation, "a quantized activation, with its clipping range")->type_name("A");
   dist->add_option("--bins", a->bins, "histogram bins")->type_name("N")->capture_default_str();
   json_flag(dist);
-  dist->callback([a] { run_verb("distribution", *a); });
+  dist->callback([a, dist] { run_verb(dist, "distribution", *a); });
 
   CLI::App* chan = debug->add_subcommand("channelwise", "per-channel box statistics of a weight or activation");
   add_common(chan, *a);
@@ -722,7 +741,7 @@ void add_debug(CLI::App& app) {
   chan->add_option("--axis", a->axis, "channel axis (default: the weight's output-channel axis; activations: 1)")
       ->type_name("AXIS");
   json_flag(chan);
-  chan->callback([a] { run_verb("channelwise", *a); });
+  chan->callback([a, chan] { run_verb(chan, "channelwise", *a); });
 
   CLI::App* part = debug->add_subcommand("partial", "sensitive nodes, and the output with the first k left in float");
   add_common(part, *a);
@@ -730,7 +749,7 @@ void add_debug(CLI::App& app) {
       ->type_name("COS")
       ->capture_default_str();
   json_flag(part);
-  part->callback([a] { run_verb("partial", *a); });
+  part->callback([a, part] { run_verb(part, "partial", *a); });
 
   CLI::App* all = debug->add_subcommand("runall", "everything, into OUTDIR/report.html and OUTDIR/report.json");
   add_common(all, *a);
@@ -743,7 +762,7 @@ void add_debug(CLI::App& app) {
       ->type_name("N")
       ->capture_default_str();
   all->add_option("--bins", a->bins, "histogram bins")->type_name("N")->capture_default_str();
-  all->callback([a] { run_all(*a); });
+  all->callback([a, all] { run_all(all, *a); });
 }
 
 }  // namespace cli

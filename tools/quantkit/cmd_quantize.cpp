@@ -123,13 +123,8 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   AutoMixedReport mixed;
   const bool auto_mixed = !a.auto_mixed.empty();
   if (auto_mixed) {
-    std::size_t used = 0;
-    try {
-      mixed.target = std::stod(a.auto_mixed, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != a.auto_mixed.size() || !(mixed.target > -1.0) || !(mixed.target <= 1.0))
+    mixed.target = parse_double("--auto-mixed", a.auto_mixed);
+    if (!(mixed.target > -1.0) || !(mixed.target <= 1.0))
       usage_fail("--auto-mixed '", a.auto_mixed, "': expected a target output cosine in (-1, 1], e.g. 0.999");
   }
   const ptq::QuantizedModel qm = auto_mixed ? calibrate_auto_mixed(model, a.quant, mixed.target, mixed, &samples)

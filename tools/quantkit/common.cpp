@@ -35,7 +35,7 @@ std::int64_t parse_int(const std::string& option, const std::string& text, std::
   return v;
 }
 
-static double parse_double(const std::string& option, const std::string& text) {
+double parse_double(const std::string& option, const std::string& text) {
   std::size_t used = 0;
   double v = 0;
   try {

@@ -327,8 +327,10 @@ nav a{margin-right:12px}code{background:#f4f4f4;padding:0 3px}
   h += R"(<section id="summary"><h2>Summary</h2><table>)";
   h += fmt::format("<tr><th>model</th><td>{}</td></tr>", esc(r["model"].get<std::string>()));
   h += fmt::format("<tr><th>scheme</th><td>{}</td></tr>", esc(r["scheme"].get<std::string>()));
-  h += fmt::format("<tr><th>measured</th><td>output '{}' on {} samples (calibrated on {})</td></tr>", esc(r["output"].get<std::string>()),
-                   r["samples"].get<std::int64_t>(), r["calibration_samples"].get<std::int64_t>());
+  const std::int64_t calibrated = r["calibration_samples"].get<std::int64_t>();
+  h += fmt::format("<tr><th>measured</th><td>output '{}' on {} samples ({})</td></tr>", esc(r["output"].get<std::string>()),
+                   r["samples"].get<std::int64_t>(),
+                   calibrated ? fmt::format("calibrated on {}", calibrated) : std::string("parameters from the QDQ file"));
   h += fmt::format("<tr><th>quantized nodes</th><td>{}</td></tr>", r["quantized_nodes"].get<std::size_t>());
   const Json& full = r["sensitivity_node"]["full"];
   std::string fm;

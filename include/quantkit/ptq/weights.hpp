@@ -19,8 +19,8 @@ namespace quantkit {
 namespace ptq {
 
 // q = clamp(R(x / s) + z) with the tensor's rounding (weights) or half-to-even (bias), as
-// int32 in the tensor's row-major order; a weight's stored integers (AdaRound) when it has
-// them. A bias whose value would not fit int32 is an error naming it (the planner keeps such
+// int32 in the tensor's row-major order; the stored integers (AdaRound's weights, or a weight's
+// or bias's read from a QDQ file) when it has them. A bias whose value would not fit int32 is an error naming it (the planner keeps such
 // biases float).
 inline std::vector<std::int32_t> quantize_initializer(const graph::Tensor& t, const TensorQuant& q,
                                                       const std::string& name) {
@@ -30,6 +30,16 @@ inline std::vector<std::int32_t> quantize_initializer(const graph::Tensor& t, co
   std::vector<std::int32_t> out(static_cast<std::size_t>(t.size()));
   const View<const float> in(t.data<float>(), t.shape(), name);
   const View<std::int32_t> o(out.data(), t.shape(), name);
+  if (!q.integers.empty()) {  // chosen by AdaRound, or read from a QDQ file (ptq::import_qdq)
+    if (q.integers.size() != out.size())
+      quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": ", q.integers.size(),
+                             " stored integers for shape ", t.shape().to_string(), "; expected ", out.size());
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (q.integers[i] < q.params.range.qmin || q.integers[i] > q.params.range.qmax)
+        quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": stored integer ", q.integers[i], " at index ", i,
+                               " is outside [", q.params.range.qmin, ", ", q.params.range.qmax, "]");
+    return q.integers;
+  }
   if (q.role == TensorRole::bias) {
     q.params.validate(name);
     const ParamLayout layout(t.shape(), q.params.granularity, name);
@@ -44,16 +54,6 @@ inline std::vector<std::int32_t> quantize_initializer(const graph::Tensor& t, co
       out[static_cast<std::size_t>(i++)] = static_cast<std::int32_t>(v);
     });
     return out;
-  }
-  if (!q.integers.empty()) {  // chosen by AdaRound
-    if (q.integers.size() != out.size())
-      quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": ", q.integers.size(),
-                             " stored integers for shape ", t.shape().to_string(), "; expected ", out.size());
-    for (std::size_t i = 0; i < out.size(); ++i)
-      if (q.integers[i] < q.params.range.qmin || q.integers[i] > q.params.range.qmax)
-        quantkit::detail::fail(quantkit::detail::describe_tensor(name), ": stored integer ", q.integers[i], " at index ", i,
-                               " is outside [", q.params.range.qmin, ", ", q.params.range.qmax, "]");
-    return q.integers;
   }
   visit_rounding(q.rounding, [&](auto rounding) { ref::quantize(in, q.params, o, rounding); });
   return out;

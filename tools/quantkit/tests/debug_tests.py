@@ -11,7 +11,8 @@ Cases (one ctest test each, label "cli"):
              acc-error (--only/--all-but nested lists, weight/activation only, running mean),
              distribution (node, weight, activation: histograms and clipping ranges),
              channelwise (box statistics; the hostile weight's uneven channels), partial
-             (sensitive nodes, k left in float); text and JSON
+             (sensitive nodes, k left in float); text and JSON; --quantized Q.onnx (the QDQ file
+             quantize writes) measures what calibrating in memory measures
   errors     bad options and names: non-zero exit, one line naming the option and the value
   report     runall on the demo model under a minute: report.json sections, a self-contained
              report.html (no script, no external reference) with a chart in every section,
@@ -32,16 +33,7 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, message):
-    if not cond:
-        raise Failure(message)
+from cli_tests import SKIP, Failure, check  # the same failure reporting as the other CLI cases
 
 
 class Ctx:
@@ -178,6 +170,19 @@ def case_verbs(c):
     t = c.run(*c.hostile("partial", "--threshold", "0.99")).stdout
     check("sensitive nodes" in t and "k =  1" in t, f"partial text:\n{t}")
 
+    # --quantized: the QDQ file quantize writes, taken apart, measures what calibrating in memory
+    # with the same options measures (ptq::import_qdq gives back the same parameters and integers).
+    qdq = os.path.join(c.tmp, "w8a8.onnx")
+    c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", qdq, "--calib", c.demo_file("digits_calib.npy"))
+    test_x = c.demo_file("digits_test_x.npy")
+    mem = c.json("debug", "sensitivity", c.demo_file("digits_cnn.onnx"), "--calib", c.demo_file("digits_calib.npy"),
+                 "--input", test_x)["sensitivity"]
+    imp = c.json("debug", "sensitivity", c.demo_file("digits_cnn.onnx"), "--quantized", qdq, "--input", test_x)
+    check(imp["scheme"].startswith("imported from the QDQ model"), f"scheme {imp['scheme']}")
+    rows_mem = [(r["node"], r["metrics"]["cosine"]) for r in mem["rows"]]
+    rows_imp = [(r["node"], r["metrics"]["cosine"]) for r in imp["sensitivity"]["rows"]]
+    check(rows_mem == rows_imp, f"in memory {rows_mem[:3]} vs imported {rows_imp[:3]}")
+
 
 def case_errors(c):
     def fails(args, status, *needles):
@@ -201,6 +206,13 @@ def case_errors(c):
     fails(c.hostile("acc-error", "--only", "/fc9/Gemm"), 1, "node '/fc9/Gemm' is not a quantized node")
     fails(c.hostile("sensitivity", "--output", "nowhere"), 1, "debug output 'nowhere'")
     fails(["debug", "partial", c.demo_file("digits_cnn.onnx")], 2, "--calib")
+    fails(["debug", "partial", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx"), "--input",
+           c.demo_file("digits_test_x.npy")], 1, "--quantized", "has no QuantizeLinear/DequantizeLinear")
+    fails(["debug", "partial", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx"),
+           "--observer", "kl", "--input", c.demo_file("digits_test_x.npy")], 2, "--observer",
+          "expected no quantize options")
+    fails(["debug", "partial", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx")], 2,
+          "--quantized: no samples")
     qdq = os.path.join(c.tmp, "q.onnx")
     c.run("quantize", c.demo_file("digits_cnn.onnx"), "-o", qdq, "--calib", c.demo_file("digits_calib.npy"))
     fails(["debug", "partial", qdq, "--calib", c.demo_file("digits_calib.npy")], 1, "already quantized",
