@@ -271,7 +271,8 @@ def case_report(c):
     if not chromium:
         print("no chromium found: the rendering check is skipped")
         return SKIP
-    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+    base = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            "--disable-extensions",
             "--user-data-dir=" + os.path.join(c.tmp, "chromium-profile"), "--enable-logging=stderr", "--v=0"]
     url = "file://" + html_path
     dom = subprocess.run(base + ["--dump-dom", url], capture_output=True, text=True, timeout=180)
