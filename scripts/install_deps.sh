@@ -23,6 +23,7 @@ packages=(
   libhwy-dev libeigen3-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
   libcli11-dev libfmt-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-sklearn
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -10,6 +10,7 @@
 // in the integer mode: power-of-two and shifts need multipliers <= 1, double-shift <= 1.5).
 // For models with 8-bit activations it also reads the written file back and reports which
 // compute nodes the integer mode runs in integers.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "shards.hpp"
 
 namespace quantkit {
 namespace cli {
@@ -30,6 +32,7 @@ struct QuantizeArgs {
   std::string format = "qdq";
   bool json = false;
   QuantOptions quant;
+  ShardOptions shards;  // --calib-shards GLOB: streamed, MPI-sharded calibration (calibrate_shards.cpp)
 };
 
 std::string weight_format(const ptq::PtqConfig& c) {
@@ -94,6 +97,7 @@ void write_quantize_qoperator(const QuantizeArgs& a, const ptq::QuantizedModel& 
 }
 
 void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
+  if (a.quant.calib.empty() && a.shards.patterns.empty()) usage_fail("--calib is required (or --calib-shards GLOB)");
   const ScaleKind scale = parse_scale("--scale", a.scale);
   if (a.format != "qdq" && a.format != "qoperator")
     usage_fail("--format '", a.format, "': expected qdq or qoperator");
@@ -106,7 +110,17 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     quantkit::detail::fail("model '", a.input, "' is already quantized (it has QuantizeLinear/DequantizeLinear or "
                            "QLinear ops); expected a float model");
   std::int64_t samples = 0;
-  const ptq::QuantizedModel qm = calibrate_model(model, a.quant, &samples);
+  std::optional<ptq::QuantizedModel> sharded;
+  if (!a.shards.patterns.empty()) {
+    if (!a.quant.calib.empty()) usage_fail("--calib and --calib-shards both given; expected one of them");
+    ShardRun run;
+    sharded = calibrate_shards(model, a.quant, a.shards, &run);
+    if (!sharded) return;  // an MPI rank other than 0: rank 0 writes the model
+    samples = run.samples;
+  } else if (!a.shards.state.empty()) {
+    usage_fail("--calib-state ", a.shards.state, ": expected --calib-shards too");
+  }
+  const ptq::QuantizedModel qm = sharded ? std::move(*sharded) : calibrate_model(model, a.quant, &samples);
   if (a.format == "qoperator") return write_quantize_qoperator(a, qm, samples);
   const QdqSummary rep = write_qdq(qm, a.output);
   const std::vector<LayerScale> layers = check_scale(qm, scale);
@@ -235,7 +249,7 @@ void add_quantize(CLI::App& app) {
   cmd->add_option("model", args->input, "the float ONNX model")->required()->type_name("IN.onnx");
   cmd->add_option("-o,--output", args->output, "the QDQ model to write (atomically)")->required()->type_name("OUT.onnx");
   add_quant_options(cmd, args->quant);
-  cmd->get_option("--calib")->required();
+  add_shard_options(cmd, args->shards);  // --calib or --calib-shards (checked in run_quantize)
   cmd->add_option("--scale", args->scale,
                   "the integer requantization the model is meant for (quantkit run --mode int --scale S): float, "
                   "pow2, fixed-point, single-shift or double-shift; reported per layer, the "
