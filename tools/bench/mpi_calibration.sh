@@ -6,23 +6,25 @@
 #   tools/bench/mpi_calibration.sh [QUANTKIT] [OUT_DIR]
 #     QUANTKIT  the quantkit binary built with MPI (default build/gcc/tools/quantkit/quantkit)
 #     OUT_DIR   scratch folder for the generated data (default build/bench-mpi; GBs, removed after)
-# Environment: SAMPLES (default 65536) throughput data set; CAP_MB (default 256) the ulimit -v
+# Environment: SAMPLES (default 131072) throughput data set; CAP_MB (default 64) the ulimit -v
 #   cap of the memory run, whose data set is 10 x CAP_MB; MPIEXEC (default mpirun).
 #
 # Prints a table; samples/s is what quantkit reports (rank 0: reading + executor + reduction,
-# the model load excluded), the wall time includes mpirun's start-up.
+# the model load excluded), the wall time includes mpirun's start-up, CPU s is user + system
+# time of every process (mpirun's included). Ranks scale with idle cores only: on a loaded
+# machine compare the CPU seconds (the work) rather than the rates.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 qk=$(realpath "${1:-build/gcc/tools/quantkit/quantkit}")
 out=${2:-build/bench-mpi}
-samples=${SAMPLES:-65536}
-cap_mb=${CAP_MB:-256}
+samples=${SAMPLES:-131072}
+cap_mb=${CAP_MB:-64}
 mpiexec=${MPIEXEC:-mpirun}
 py=/usr/bin/python3
 model=examples/data/demo/digits_cnn.onnx
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mkdir -p "$out"
-trap 'rm -f "$out"/tp.npy "$out"/big.npy "$out"/*.onnx' EXIT
+trap 'rm -f "$out"/tp.npy "$out"/big.npy "$out"/*.onnx "$out"/*.log "$out"/*.time' EXIT
 
 # Writes N samples of the demo input (the calibration set tiled, with a little noise so that no
 # two blocks are equal), block by block: the writer's memory stays small too.
@@ -52,18 +54,19 @@ rate_of() { sed -n 's/.*calibrated \([0-9]*\) samples on \([0-9]*\) .* in \([0-9
 
 echo "== throughput: $samples samples of the demo model (digits_cnn, input 1x8x8), --batch 256"
 make_npy "$out/tp.npy" "$samples"
-printf '%-28s %12s %10s\n' "run" "samples/s" "wall s"
+printf '%-22s %10s %8s %10s %6s\n' "run" "samples/s" "wall s" "CPU s" "CPU %"
 for run in "1 process (no MPI)" "mpirun -n 1" "mpirun -n 2"; do
   case "$run" in
     1*) cmd=("$qk") ;;
     "mpirun -n 1") cmd=("$mpiexec" -n 1 --oversubscribe "$qk") ;;
     *) cmd=("$mpiexec" -n 2 --oversubscribe "$qk") ;;
   esac
-  t0=$(date +%s.%N)
-  "${cmd[@]}" quantize "$model" -o "$out/tp.onnx" --calib-shards "$out/tp.npy" --batch 256 > /dev/null 2> "$out/tp.log"
-  t1=$(date +%s.%N)
-  printf '%-28s %12s %10.2f\n' "$run" "$(rate_of "$out/tp.log")" "$(echo "$t1 - $t0" | bc)"
+  /usr/bin/time -o "$out/tp.time" -f '%e %U %S %P' \
+    "${cmd[@]}" quantize "$model" -o "$out/tp.onnx" --calib-shards "$out/tp.npy" --batch 256 > /dev/null 2> "$out/tp.log"
+  read -r wall user sys pct < "$out/tp.time"
+  printf '%-22s %10s %8s %10s %6s\n' "$run" "$(rate_of "$out/tp.log")" "$wall" "$(echo "$user + $sys" | bc)" "$pct"
 done
+echo "(load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores: ranks only scale with idle cores)"
 
 big_mb=$((cap_mb * 10))
 big_samples=$((big_mb * 1024 * 1024 / 256))
