@@ -131,6 +131,16 @@ struct World {
     else if (!error.empty()) quantkit::detail::fail(error);
   }
 #else
+  World() {
+    // Without MPI every process of `mpirun -n N` would calibrate everything and write the model.
+    for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+      const char* n = std::getenv(v);
+      if (n && std::string(n) != "1")
+        usage_fail("--calib-shards: started by an MPI launcher (", v, "=", n,
+                   ") but this quantkit was built without MPI; expected a build with MPI (CMake finds "
+                   "libopenmpi-dev) or a single process");
+    }
+  }
   void finalize() {}
   void agree(const std::string& error) const {
     if (!error.empty()) quantkit::detail::fail(error);
