@@ -206,7 +206,8 @@ std::optional<ptq::QuantizedModel> run_shards(World& world, const graph::Graph& 
   // Rows dealt in pairs and no 1-row batch unless the whole shard is one row: the float
   // executor's Gemm/MatMul on a single row is Eigen's matrix-vector product, whose sums differ
   // in the last bit from the matrix-matrix product of larger batches.
-  const auto [begin, end] = data.shard(world.rank, world.ranks, 2);
+  const std::pair<std::int64_t, std::int64_t> rows_of_rank = data.shard(world.rank, world.ranks, 2);
+  const std::int64_t begin = rows_of_rank.first, end = rows_of_rank.second;  // (lambdas capture them)
   const Dims sample = data.sample_shape();
   const graph::DType dt = graph_dtype(data.dtype(), data.files().front().file);
   const auto t0 = Clock::now();
