@@ -24,6 +24,7 @@ packages=(
   libcli11-dev libfmt-dev libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
   python3 python3-numpy python3-onnx python3-torch python3-sklearn
   chromium
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -11,6 +11,7 @@
 // For models with 8-bit activations it also reads the written file back and reports which
 // compute nodes the integer mode runs in integers.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "cli.hpp"
+#include "shards.hpp"
 
 namespace quantkit {
 namespace cli {
@@ -32,6 +34,7 @@ struct QuantizeArgs {
   std::string auto_mixed;  // target output cosine; "" = off
   bool json = false;
   QuantOptions quant;
+  ShardOptions shards;  // --calib-shards GLOB: streamed, MPI-sharded calibration (calibrate_shards.cpp)
 };
 
 std::string weight_format(const ptq::PtqConfig& c) {
@@ -108,6 +111,7 @@ void print_auto_mixed(const AutoMixedReport& m, bool to_stderr) {
 }
 
 void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
+  if (a.quant.calib.empty() && a.shards.patterns.empty()) usage_fail("--calib is required (or --calib-shards GLOB)");
   const ScaleKind scale = parse_scale("--scale", a.scale);
   if (a.format != "qdq" && a.format != "qoperator")
     usage_fail("--format '", a.format, "': expected qdq or qoperator");
@@ -127,8 +131,21 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
     if (!(mixed.target > -1.0) || !(mixed.target <= 1.0))
       usage_fail("--auto-mixed '", a.auto_mixed, "': expected a target output cosine in (-1, 1], e.g. 0.999");
   }
-  const ptq::QuantizedModel qm = auto_mixed ? calibrate_auto_mixed(model, a.quant, mixed.target, mixed, &samples)
-                                            : calibrate_model(model, a.quant, &samples);
+  std::optional<ptq::QuantizedModel> sharded;
+  if (!a.shards.patterns.empty()) {
+    if (!a.quant.calib.empty()) usage_fail("--calib and --calib-shards both given; expected one of them");
+    if (auto_mixed)
+      usage_fail("--auto-mixed with --calib-shards: auto mixed precision calibrates again per step; expected --calib");
+    ShardRun run;
+    sharded = calibrate_shards(model, a.quant, a.shards, &run);
+    if (!sharded) return;  // an MPI rank other than 0: rank 0 writes the model
+    samples = run.samples;
+  } else if (!a.shards.state.empty()) {
+    usage_fail("--calib-state ", a.shards.state, ": expected --calib-shards too");
+  }
+  const ptq::QuantizedModel qm = sharded    ? std::move(*sharded)
+                                 : auto_mixed ? calibrate_auto_mixed(model, a.quant, mixed.target, mixed, &samples)
+                                              : calibrate_model(model, a.quant, &samples);
   if (auto_mixed) print_auto_mixed(mixed, a.json);
   if (a.format == "qoperator") return write_quantize_qoperator(a, qm, samples);
   const QdqSummary rep = write_qdq(qm, a.output);
@@ -265,7 +282,7 @@ void add_quantize(CLI::App& app) {
   cmd->add_option("model", args->input, "the float ONNX model")->required()->type_name("IN.onnx");
   cmd->add_option("-o,--output", args->output, "the QDQ model to write (atomically)")->required()->type_name("OUT.onnx");
   add_quant_options(cmd, args->quant);
-  cmd->get_option("--calib")->required();
+  add_shard_options(cmd, args->shards);  // --calib or --calib-shards (checked in run_quantize)
   cmd->add_option("--scale", args->scale,
                   "the integer requantization the model is meant for (quantkit run --mode int --scale S): float, "
                   "pow2, fixed-point, single-shift or double-shift; reported per layer, the "

@@ -128,6 +128,22 @@ class GraphCalibrator {
     }
   }
 
+  // Sharded calibration: the graph outputs' min-max observers (OutputCalibration::minmax).
+  const Calibration<MinMaxObserver>& output_calibration() const { return outputs_; }
+  // Adds another shard's state (a calibrator of the same graph, config and observer options):
+  // its activation observers, its graph outputs' min-max observers and its batch count, as if
+  // its batches had come after this one's (quantkit/calibration/mpi.hpp reduces the shards of
+  // MPI ranks with it). A shard that saw no batch adds nothing.
+  void merge(const Calibration<Observer>& activations, const Calibration<MinMaxObserver>& outputs,
+             std::size_t batches) {
+    calibration_.merge(activations);
+    outputs_.merge(outputs);
+    batches_ += batches;
+  }
+  void merge(const GraphCalibrator& other) {
+    merge(other.calibration_, other.outputs_, other.batches_);
+  }
+
   // QuantParams for every quantized tensor. Activations never computed as float32 during
   // calibration are left unquantized (listed in notes). AdaRound and bias correction need
   // the data: with them enabled, call finish(batches).
