@@ -8,7 +8,8 @@
 //      "tensors": {...statistics observers...}}
 //     load_profile() fails unless the profile was recorded from the graph with that hash;
 //     load_profile_unchecked() is for tools that only inspect profiles.
-// Files are written to "<path>.tmp" and renamed into place when complete.
+// Files are written atomically (quantkit/io/atomic_file.hpp: a temporary file in the same folder,
+// renamed into place when complete).
 #pragma once
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "quantkit/calibration/calibration.hpp"
 #include "quantkit/calibration/profile.hpp"
 #include "quantkit/error.hpp"
+#include "quantkit/io/atomic_file.hpp"
 #include "quantkit/observer/json.hpp"
 
 namespace quantkit {
@@ -83,21 +85,7 @@ inline Profile profile_from_json(const nlohmann::json& j, const std::string& whe
 
 namespace detail {
 inline void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot write '", tmp, "'; expected a writable location");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail("writing '", tmp, "' failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "'");
-  }
+  io::write_file_atomically(path, text);
 }
 inline nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
