@@ -86,6 +86,10 @@ TEST_CASE("fuzz regressions: profile and observer JSON") {
         CHECK(error_of([&] { qk::observer_from_json<qk::HistogramObserver>(j); }) != "(no error)");
     }
   }
+  // 1.5e38 as an int axis was a float-to-int conversion with undefined behaviour in nlohmann's get<int>.
+  const auto j = nlohmann::json::parse(bytes_of(regressions + "/fuzz_observer_json/int_out_of_range_ub.json"));
+  CHECK(error_of([&] { qk::observer_from_json<qk::HistogramObserver>(j); }) ==
+        "quantkit: observer JSON: \"axis\" is 1.5555555555555555e+38; expected an integer in [-2147483648, 2147483647]");
 }
 
 namespace {

@@ -44,10 +44,10 @@ nlohmann::json calibration_to_json(const Calibration<Observer>& cal) {
 template <class Observer>
 void calibration_from_json(const nlohmann::json& j, Calibration<Observer>& into) {
   const std::string where = "calibration JSON";
-  if (!j.is_object() || j.value("format", std::string()) != "quantkit-calibration")
+  if (json_io::format_of(j) != "quantkit-calibration")
     detail::fail(where, ": not quantkit calibration state (expected \"format\": \"quantkit-calibration\")");
-  if (j.value("version", 0) != 1)
-    detail::fail(where, ": version ", j.value("version", 0), "; this quantkit reads version 1");
+  if (json_io::version_of(j) != 1)
+    detail::fail(where, ": version ", json_io::version_of(j), "; this quantkit reads version 1");
   const auto kind = json_io::get<std::string>(j, "kind", where);
   if (kind != Observer::kind_name)
     detail::fail(where, ": holds \"", kind, "\" observers; expected \"", Observer::kind_name, "\"");
@@ -70,7 +70,7 @@ inline nlohmann::json profile_to_json(const Profile& p) {
 }
 
 inline Profile profile_from_json(const nlohmann::json& j, const std::string& where = "profile JSON") {
-  if (!j.is_object() || j.value("format", std::string()) != "quantkit-profile")
+  if (json_io::format_of(j) != "quantkit-profile")
     detail::fail(where, ": not a quantkit profile (expected \"format\": \"quantkit-profile\")");
   Profile p(json_io::get<std::string>(j, "graph_hash", where), json_io::get<int>(j, "bins", where));
   nlohmann::json c = j;
