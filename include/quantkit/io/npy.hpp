@@ -138,6 +138,8 @@ inline Array parse(const std::vector<unsigned char>& data, const std::string& fi
     if (!digit) fail("file '", file, "': malformed shape ", shape);
     dims.push_back(v);
   }
+  if (dims.size() > static_cast<std::size_t>(max_rank))
+    fail("file '", file, "': shape ", shape, " has ", dims.size(), " dimensions; expected at most ", max_rank);
   a.shape = Dims::from(dims.begin(), dims.end());
   const std::size_t payload = data.size() - offset - header_len;
   const std::size_t item = item_size(a.dtype);
