@@ -102,6 +102,7 @@ def main():
     np.save(os.path.join(OUT, "x_nan.npy"), np.array([[0.5] * 7 + [np.nan]] * 2, np.float32))
     np.save(os.path.join(OUT, "x_inf.npy"), np.array([[0.5] * 7 + [np.inf]] * 2, np.float32))
     np.save(os.path.join(OUT, "x_empty.npy"), np.zeros((0, 8), np.float32))
+    np.save(os.path.join(OUT, "digits_empty.npy"), np.zeros((0, 1, 8, 8), np.float32))
     np.save(os.path.join(OUT, "bigendian.npy"), np.ones((2, 8), ">f4"))
     with open(os.path.join(OUT, "x_2x8.npy"), "rb") as f:
         data = f.read()
