@@ -3,12 +3,10 @@
 // (<= 4096 elements each) are run in float mode on deterministic inputs. Every input must end in
 // outputs or a quantkit::Error; an allocation over -malloc_limit_mb (e.g. an Expand to a huge
 // shape) is a finding too.
-#define QUANTKIT_SIMD_IMPLEMENTATION  // the runtime-dispatched kernels live in this one TU
-#include <quantkit/simd/implementation.hpp>
-
 #include <cstddef>
 #include <cstdint>
 
+// Static SIMD dispatch (the build's own target, no libhwy): one quick-to-compile translation unit.
 #include "quantkit/executor.hpp"
 #include "quantkit/onnx/load.hpp"
 
