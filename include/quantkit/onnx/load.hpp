@@ -253,10 +253,6 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 // Runs libonnx shape inference (strict: node-level errors are errors) on a copy of the model
 // and collects the value infos it finds.
 inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const Where& w) {
-  // libonnx 1.12's inference functions trust that a node matches its schema (input and output
-  // counts, attribute kinds): a Gemm with a missing input dereferences a null type. So every
-  // node whose op libonnx knows is verified against its schema first (ops it does not know,
-  // e.g. com.microsoft's, are left to the executor).
   // Ranks known before inference (declared inputs, initializers, value infos): libonnx's Gemm
   // inference (opset 6, 7) indexes dims 0 and 1 of A and B without checking their rank.
   std::map<std::string, int> known_rank;
@@ -275,6 +271,9 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
       }
     }
   }
+  // libonnx 1.12's inference functions trust that a node matches its schema (input and output
+  // counts, attribute kinds). So every node whose op libonnx knows is verified against its
+  // schema first (ops it does not know, e.g. com.microsoft's, are left to the executor).
   for (const auto& np : model.graph().node()) {
     const std::string domain = np.domain() == "ai.onnx" ? std::string() : np.domain();
     auto v = g.opsets.find(domain);
