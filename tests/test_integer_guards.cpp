@@ -87,17 +87,23 @@ TEST_CASE("integer mode: a reduction that could overflow int32 is refused naming
   }
 }
 
-TEST_CASE("integer mode: a requantization multiplier a scheme cannot represent is refused naming the layer") {
-  // 0.01 * 0.01 / 1e-7 = 1000 > 1: a power-of-two right shift cannot multiply by 1000.
+TEST_CASE("integer mode: a requantization multiplier a scheme cannot represent is never wrapped") {
+  // 0.01 * 0.01 / 1e-7 = 1000 > 1: a power-of-two right shift cannot multiply by 1000. The
+  // integer rewrite keeps that layer in float (the fake-quant result) and its report names the
+  // layer and the multiplier; the integer op itself refuses it naming the layer.
   using Shift = qk::PowerOfTwo<qk::RoundHalfAway>;
+  qk::Executor<qk::IntegerModeT<Shift>> ex(matmul_graph(4, 1e-7f));
+  CHECK(ex.mode().integer_count() == 0);
+  std::string why;
+  for (const auto& r : ex.mode().report())
+    if (!r.integer && r.op_type == "MatMul") why = r.detail;
+  MESSAGE(why);
+  CHECK(why.find("layer 'fc_big': requantization multiplier 1000 exceeds 1") != std::string::npos);
   std::string msg;
   try {
-    qk::Executor<qk::IntegerModeT<Shift>> ex(matmul_graph(4, 1e-7f));
-    Tensor a(DType::uint8, qk::Dims{1, 4});
-    ex.run({{"a", a}});
+    (void)Shift::make(1000.0, "fc_big");
   } catch (const qk::Error& e) {
     msg = e.what();
   }
-  CHECK(msg.find("requantization multiplier 1000") != std::string::npos);
-  CHECK(msg.find("fc_big") != std::string::npos);
+  CHECK(msg.find("layer 'fc_big': requantization multiplier 1000 exceeds 1") != std::string::npos);
 }
