@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <dirent.h>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
 #include <vector>
