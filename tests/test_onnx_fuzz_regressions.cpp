@@ -65,6 +65,11 @@ TEST_CASE("fuzz regressions: ONNX loader") {
   const std::string b = bytes_of(regressions + "/fuzz_onnx_load/gemm_rank0_input_libonnx_segv.onnx");
   CHECK(error_of([&] { qk::onnx::load_bytes(b.data(), b.size(), "m.onnx"); }) ==
         "quantkit: file 'm.onnx': node '' (Gemm): input A '0' has rank 0; expected rank 2");
+  // QLinearConv with X of rank 3 and W of rank 4 crashed libonnx's convPoolShapeInference.
+  const std::string c = bytes_of(regressions + "/fuzz_onnx_load/qlinearconv_rank_mismatch_libonnx_segv.onnx");
+  CHECK(error_of([&] { qk::onnx::load_bytes(c.data(), c.size(), "m.onnx"); }) ==
+        "quantkit: file 'm.onnx': node '' (QLinearConv): input X 'x' has rank 3, weight W 'w' rank 4; expected "
+        "equal ranks of at least 3");
 }
 
 TEST_CASE("fuzz regressions: .npy reader") {

@@ -254,7 +254,8 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 // and collects the value infos it finds.
 inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const Where& w) {
   // Ranks known before inference (declared inputs, initializers, value infos): libonnx's Gemm
-  // inference (opset 6, 7) indexes dims 0 and 1 of A and B without checking their rank.
+  // inference (opset 6, 7) indexes dims 0 and 1 of A and B without checking their rank, and its
+  // convolution inference (convPoolShapeInference) indexes W's dims by X's rank.
   std::map<std::string, int> known_rank;
   for (const auto& kv : g.initializers) known_rank[kv.first] = kv.second.shape().rank;
   for (const auto& i : g.inputs)
@@ -262,7 +263,17 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
   for (const auto& kv : g.value_info)
     if (kv.second.has_shape) known_rank.emplace(kv.first, static_cast<int>(kv.second.dims.size()));
   for (const auto& np : model.graph().node()) {
-    if (np.op_type() == "Gemm" && (np.domain().empty() || np.domain() == "ai.onnx")) {
+    const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
+    const std::string& op = np.op_type();
+    const int w_index = op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
+    if (onnx_domain && w_index > 0 && np.input_size() > w_index) {
+      auto x = known_rank.find(np.input(0));
+      auto wr = known_rank.find(np.input(w_index));
+      if (x != known_rank.end() && wr != known_rank.end() && (x->second != wr->second || x->second < 3))
+        fail(w.prefix(), "node '", np.name(), "' (", op, "): input X '", np.input(0), "' has rank ", x->second,
+             ", weight W '", np.input(w_index), "' rank ", wr->second, "; expected equal ranks of at least 3");
+    }
+    if (op == "Gemm" && onnx_domain) {
       for (int i = 0; i < 2 && i < np.input_size(); ++i) {
         auto r = known_rank.find(np.input(i));
         if (r != known_rank.end() && r->second != 2)
