@@ -273,6 +273,20 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
         fail(w.prefix(), "node '", np.name(), "' (", op, "): input X '", np.input(0), "' has rank ", x->second,
              ", weight W '", np.input(w_index), "' rank ", wr->second, "; expected equal ranks of at least 3");
     }
+    // libonnx's convolution and pooling inference divides by strides and dilations (and by
+    // group): zero or negative values are a SIGFPE there.
+    if (onnx_domain) {
+      for (const auto& a : np.attribute()) {
+        const bool positive_ints = a.name() == "strides" || a.name() == "dilations";
+        if (positive_ints)
+          for (auto v : a.ints())
+            if (v <= 0)
+              fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute '", a.name(), "' has ", v,
+                   "; expected positive values");
+        if (a.name() == "group" && a.i() <= 0 && (w_index > 0))
+          fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute 'group' is ", a.i(), "; expected >= 1");
+      }
+    }
     if (op == "Gemm" && onnx_domain) {
       for (int i = 0; i < 2 && i < np.input_size(); ++i) {
         auto r = known_rank.find(np.input(i));
