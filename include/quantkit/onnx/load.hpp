@@ -262,6 +262,10 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
     if (i.has_shape) known_rank[i.name] = static_cast<int>(i.dims.size());
   for (const auto& kv : g.value_info)
     if (kv.second.has_shape) known_rank.emplace(kv.first, static_cast<int>(kv.second.dims.size()));
+  for (const auto& np : model.graph().node())  // Constant outputs: the rank of their value
+    if (np.op_type() == "Constant" && np.output_size() == 1)
+      for (const auto& a : np.attribute())
+        if (a.name() == "value" && a.has_t()) known_rank[np.output(0)] = a.t().dims_size();
   for (const auto& np : model.graph().node()) {
     const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
     const std::string& op = np.op_type();
