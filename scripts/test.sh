@@ -10,7 +10,8 @@
 #               example, peer)
 #   clang-asan  Clang 14, -O0 -fsanitize=address,undefined -fno-sanitize-recover=all, -Werror;
 #               unit, cli, example (but ptq_remedies_onnx), peer and compile_fail tests (the second
-#               compiler and the sanitizers in one build: CI has 2 cores)
+#               compiler and the sanitizers in one build: CI has 2 cores), and the fuzz harnesses
+#               (fuzz/, -fsanitize=fuzzer too): 10 s of fuzzing each from their seeds (label fuzz)
 #   meson       meson setup + meson test (the same unit tests, GCC)
 # Environment: JOBS (default 2) parallel compile and test jobs;
 #   QUANTKIT_BUILD_ROOT (default build) folder holding the stage build folders.
@@ -94,7 +95,7 @@ stage_clang-asan() {
     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON \
     -DCMAKE_CXX_FLAGS="-O0 -gline-tables-only $san" \
     -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
-    -DQUANTKIT_INSTALL=OFF
+    -DQUANTKIT_INSTALL=OFF -DQUANTKIT_BUILD_FUZZ=ON
 }
 
 stage_meson() {

@@ -8,7 +8,8 @@
 //      "tensors": {...statistics observers...}}
 //     load_profile() fails unless the profile was recorded from the graph with that hash;
 //     load_profile_unchecked() is for tools that only inspect profiles.
-// Files are written to "<path>.tmp" and renamed into place when complete.
+// Files are written atomically (quantkit/io/atomic_file.hpp: a temporary file in the same folder,
+// renamed into place when complete).
 #pragma once
 
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "quantkit/calibration/calibration.hpp"
 #include "quantkit/calibration/profile.hpp"
 #include "quantkit/error.hpp"
+#include "quantkit/io/atomic_file.hpp"
 #include "quantkit/observer/json.hpp"
 
 namespace quantkit {
@@ -42,10 +44,10 @@ nlohmann::json calibration_to_json(const Calibration<Observer>& cal) {
 template <class Observer>
 void calibration_from_json(const nlohmann::json& j, Calibration<Observer>& into) {
   const std::string where = "calibration JSON";
-  if (!j.is_object() || j.value("format", std::string()) != "quantkit-calibration")
+  if (json_io::format_of(j) != "quantkit-calibration")
     detail::fail(where, ": not quantkit calibration state (expected \"format\": \"quantkit-calibration\")");
-  if (j.value("version", 0) != 1)
-    detail::fail(where, ": version ", j.value("version", 0), "; this quantkit reads version 1");
+  if (json_io::version_of(j) != 1)
+    detail::fail(where, ": version ", json_io::version_of(j), "; this quantkit reads version 1");
   const auto kind = json_io::get<std::string>(j, "kind", where);
   if (kind != Observer::kind_name)
     detail::fail(where, ": holds \"", kind, "\" observers; expected \"", Observer::kind_name, "\"");
@@ -68,7 +70,7 @@ inline nlohmann::json profile_to_json(const Profile& p) {
 }
 
 inline Profile profile_from_json(const nlohmann::json& j, const std::string& where = "profile JSON") {
-  if (!j.is_object() || j.value("format", std::string()) != "quantkit-profile")
+  if (json_io::format_of(j) != "quantkit-profile")
     detail::fail(where, ": not a quantkit profile (expected \"format\": \"quantkit-profile\")");
   Profile p(json_io::get<std::string>(j, "graph_hash", where), json_io::get<int>(j, "bins", where));
   nlohmann::json c = j;
@@ -83,21 +85,7 @@ inline Profile profile_from_json(const nlohmann::json& j, const std::string& whe
 
 namespace detail {
 inline void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) fail("cannot write '", tmp, "'; expected a writable location");
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      fail("writing '", tmp, "' failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    fail("cannot rename '", tmp, "' to '", path, "'");
-  }
+  io::write_file_atomically(path, text);
 }
 inline nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

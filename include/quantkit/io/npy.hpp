@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "quantkit/error.hpp"
+#include "quantkit/io/atomic_file.hpp"
 #include "quantkit/tensor/view.hpp"
 
 namespace quantkit {
@@ -137,6 +138,8 @@ inline Array parse(const std::vector<unsigned char>& data, const std::string& fi
     if (!digit) fail("file '", file, "': malformed shape ", shape);
     dims.push_back(v);
   }
+  if (dims.size() > static_cast<std::size_t>(max_rank))
+    fail("file '", file, "': shape ", shape, " has ", dims.size(), " dimensions; expected at most ", max_rank);
   a.shape = Dims::from(dims.begin(), dims.end());
   const std::size_t payload = data.size() - offset - header_len;
   const std::size_t item = item_size(a.dtype);
@@ -159,7 +162,8 @@ inline Array load(const std::string& path) {
   return parse(data, path);
 }
 
-// Writes atomically: PATH.tmp-XXXX then rename.
+// Writes atomically (quantkit/io/atomic_file.hpp): a temporary file in the same folder, renamed
+// into place when complete.
 inline void save(const std::string& path, DType dtype, const Dims& shape, const void* values) {
   std::string shape_s = "(";
   for (int i = 0; i < shape.rank; ++i) shape_s += std::to_string(shape[i]) + (shape.rank == 1 || i + 1 < shape.rank ? "," : "");
@@ -167,27 +171,21 @@ inline void save(const std::string& path, DType dtype, const Dims& shape, const 
   std::string header = std::string("{'descr': '") + descr(dtype) + "', 'fortran_order': False, 'shape': " + shape_s + ", }";
   while ((10 + header.size() + 1) % 64 != 0) header += ' ';
   header += '\n';
-  const std::string tmp = path + ".tmp-quantkit";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) quantkit::detail::fail("file '", path, "': cannot open for writing (does the folder exist and is it writable?)");
-    const unsigned char pre[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
-                                 static_cast<unsigned char>(header.size() & 0xff),
-                                 static_cast<unsigned char>(header.size() >> 8)};
-    out.write(reinterpret_cast<const char*>(pre), sizeof pre);
-    out.write(header.data(), static_cast<std::streamsize>(header.size()));
-    out.write(static_cast<const char*>(values), static_cast<std::streamsize>(static_cast<std::size_t>(shape.product()) * item_size(dtype)));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      quantkit::detail::fail("file '", path, "': write failed");
-    }
+  const unsigned char pre[] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                               static_cast<unsigned char>(header.size() & 0xff),
+                               static_cast<unsigned char>(header.size() >> 8)};
+  std::int64_t count = 1;
+  for (int i = 0; i < shape.rank; ++i) {
+    if (shape[i] < 0 || (shape[i] != 0 && count > (std::int64_t{1} << 50) / shape[i]))
+      quantkit::detail::fail("file '", path, "': cannot write shape ", shape.to_string(),
+                             "; expected non-negative extents of at most 2^50 elements");
+    count *= shape[i];
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    quantkit::detail::fail("file '", path, "': cannot rename the finished file into place");
-  }
+  io::AtomicFile out(path);
+  out.write(pre, sizeof pre);
+  out.write(header);
+  out.write(values, static_cast<std::size_t>(count) * item_size(dtype));
+  out.commit();
 }
 
 template <class T>

@@ -45,13 +45,67 @@ inline const json& at(const json& j, const char* key, const std::string& where) 
     detail::fail(where, ": missing \"", key, "\"; expected it in the observer JSON");
   return j.at(key);
 }
+// A JSON value as an integer of type T: an integer number inside T's range (nlohmann's own
+// get<int>() converts 1e300 or -1 to int / unsigned with undefined behaviour).
+template <class T>
+T integer_from(const json& v, const std::string& what) {
+  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>, "integer_from: integer types only");
+  bool ok = false;
+  T out{};
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    ok = u <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    out = static_cast<T>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if constexpr (std::is_signed_v<T>)
+      ok = i >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+           i <= static_cast<std::int64_t>(std::numeric_limits<T>::max());
+    else
+      ok = i >= 0 && static_cast<std::uint64_t>(i) <= static_cast<std::uint64_t>(std::numeric_limits<T>::max());
+    out = static_cast<T>(i);
+  }
+  if (!ok) {
+    std::string text = v.dump();
+    if (text.size() > 40) text = text.substr(0, 40) + "...";
+    detail::fail(what, " is ", text, "; expected an integer in [", +std::numeric_limits<T>::min(), ", ",
+                 +std::numeric_limits<T>::max(), "]");
+  }
+  return out;
+}
 template <class T>
 T get(const json& j, const char* key, const std::string& where) {
-  try {
-    return at(j, key, where).get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    detail::fail(where, ": \"", key, "\" has the wrong type (", e.what(), ")");
+  const json& v = at(j, key, where);
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    return integer_from<T>(v, where + ": \"" + key + "\"");
+  } else if constexpr (std::is_same_v<T, std::vector<std::uint64_t>>) {
+    if (!v.is_array()) detail::fail(where, ": \"", key, "\" is a ", v.type_name(), "; expected an array of counts");
+    std::vector<std::uint64_t> out;
+    out.reserve(v.size());
+    for (const auto& e : v) out.push_back(integer_from<std::uint64_t>(e, where + ": an entry of \"" + key + "\""));
+    return out;
+  } else {
+    try {
+      return v.get<T>();
+    } catch (const nlohmann::json::exception& e) {
+      detail::fail(where, ": \"", key, "\" has the wrong type (", e.what(), ")");
+    }
   }
+}
+// The "format" string and "version" integer of a document ("" and 0 when missing or of another
+// type), without exceptions other than quantkit::Error.
+inline std::string format_of(const json& j) {
+  if (!j.is_object()) return {};
+  auto it = j.find("format");
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+inline std::int64_t version_of(const json& j) {
+  if (!j.is_object()) return 0;
+  auto it = j.find("version");
+  return it != j.end() && it->is_number_integer() && !it->is_number_unsigned() ? it->get<std::int64_t>()
+         : it != j.end() && it->is_number_unsigned() && it->get<std::uint64_t>() < (1u << 30)
+             ? static_cast<std::int64_t>(it->get<std::uint64_t>())
+             : 0;
 }
 
 // --- small types -------------------------------------------------------------------------
@@ -234,7 +288,10 @@ inline HistogramObserver::Slot slot_from_json(const json& j, const std::string& 
   if (j.is_null()) return s;
   s.min = static_cast<float>(get<double>(j, "min", where));
   s.max = static_cast<float>(get<double>(j, "max", where));
-  for (const auto& c : at(j, "histogram", where)) s.histogram.push_back(static_cast<float>(c.get<double>()));
+  for (const auto& c : at(j, "histogram", where)) {
+    if (!c.is_number()) detail::fail(where, ": a \"histogram\" entry is ", c.type_name(), "; expected a number");
+    s.histogram.push_back(static_cast<float>(c.get<double>()));
+  }
   return s;
 }
 
@@ -303,10 +360,10 @@ nlohmann::json observer_to_json(const Observer& obs) {
 template <class Observer>
 Observer observer_from_json(const nlohmann::json& j) {
   const std::string where = "observer JSON";
-  if (!j.is_object() || j.value("format", std::string()) != "quantkit-observer")
+  if (json_io::format_of(j) != "quantkit-observer")
     detail::fail(where, ": not a quantkit observer (expected \"format\": \"quantkit-observer\")");
-  if (j.value("version", 0) != 1)
-    detail::fail(where, ": version ", j.value("version", 0), "; this quantkit reads version 1");
+  if (json_io::version_of(j) != 1)
+    detail::fail(where, ": version ", json_io::version_of(j), "; this quantkit reads version 1");
   const auto kind = json_io::get<std::string>(j, "kind", where);
   ObserverConfig config = json_io::config_from_json(json_io::at(j, "config", where), where);
   const std::string w = detail::describe_tensor(config.name) + " (" + where + ")";

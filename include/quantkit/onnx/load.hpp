@@ -19,11 +19,13 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
 #include <onnx/onnx_pb.h>
 
 #ifndef QUANTKIT_ONNX_SHAPE_INFERENCE
@@ -55,6 +57,14 @@ struct LoadOptions {
   // Limits checked before anything is allocated.
   std::uint64_t max_file_bytes = std::uint64_t{2} << 30;   // protobuf's own limit is 2 GiB
   std::int64_t max_tensor_elements = std::int64_t{1} << 32;
+  // Sum of the decoded initializer and tensor-attribute bytes (typed fields such as packed
+  // int64_data decode to up to 8x their size in the file).
+  std::uint64_t max_initializer_bytes = std::uint64_t{4} << 30;
+  // Nodes, graph inputs/outputs and value infos, each.
+  std::int64_t max_nodes = std::int64_t{1} << 20;
+  // Nested messages (a GraphProto inside an attribute inside a node ...): protobuf refuses
+  // deeper nesting while parsing; graph-valued attributes are rejected after parsing anyway.
+  int max_nesting = 64;
   // When set, every node's op must be supported (e.g. the executor's registry):
   //   opts.supported = [](auto& d, auto& op) { return quantkit::builtin_ops().supports(d, op); };
   std::function<bool(const std::string& domain, const std::string& op_type)> supported;
@@ -130,6 +140,16 @@ inline graph::Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::
     fail(w.prefix(), name, ": shape ", shape.to_string(), " declares ", n, " elements but ", field,
          " holds ", found, "; expected as many (truncated or corrupt tensor?)");
   };
+  // The data present must match the declared shape before anything is allocated: a few bytes
+  // declaring a huge shape are an error, never an allocation.
+  if (!p.has_raw_data()) {
+    const int dt_field = dt == graph::DType::float32 ? p.float_data_size()
+                         : dt == graph::DType::int64 ? p.int64_data_size()
+                                                     : p.int32_data_size();
+    const char* field = dt == graph::DType::float32 ? "float_data" : dt == graph::DType::int64 ? "int64_data" : "int32_data";
+    if (static_cast<std::uint64_t>(dt_field) != static_cast<std::uint64_t>(n))
+      count_mismatch(static_cast<std::size_t>(dt_field), field);
+  }
   graph::Tensor t;
   if (p.has_raw_data()) {
     const std::string& raw = p.raw_data();
@@ -233,6 +253,74 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 // Runs libonnx shape inference (strict: node-level errors are errors) on a copy of the model
 // and collects the value infos it finds.
 inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const Where& w) {
+  // Ranks known before inference (declared inputs, initializers, value infos): libonnx's Gemm
+  // inference (opset 6, 7) indexes dims 0 and 1 of A and B without checking their rank, and its
+  // convolution inference (convPoolShapeInference) indexes W's dims by X's rank.
+  std::map<std::string, int> known_rank;
+  for (const auto& kv : g.initializers) known_rank[kv.first] = kv.second.shape().rank;
+  for (const auto& i : g.inputs)
+    if (i.has_shape) known_rank[i.name] = static_cast<int>(i.dims.size());
+  for (const auto& kv : g.value_info)
+    if (kv.second.has_shape) known_rank.emplace(kv.first, static_cast<int>(kv.second.dims.size()));
+  for (const auto& np : model.graph().node())  // Constant outputs: the rank of their value
+    if (np.op_type() == "Constant" && np.output_size() == 1)
+      for (const auto& a : np.attribute())
+        if (a.name() == "value" && a.has_t()) known_rank[np.output(0)] = a.t().dims_size();
+  for (const auto& np : model.graph().node()) {
+    const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
+    const std::string& op = np.op_type();
+    const int w_index = op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
+    if (onnx_domain && w_index > 0 && np.input_size() > w_index) {
+      auto x = known_rank.find(np.input(0));
+      auto wr = known_rank.find(np.input(w_index));
+      if (x != known_rank.end() && wr != known_rank.end() && (x->second != wr->second || x->second < 3))
+        fail(w.prefix(), "node '", np.name(), "' (", op, "): input X '", np.input(0), "' has rank ", x->second,
+             ", weight W '", np.input(w_index), "' rank ", wr->second, "; expected equal ranks of at least 3");
+    }
+    // libonnx's convolution and pooling inference divides by strides and dilations (and by
+    // group): zero or negative values are a SIGFPE there.
+    if (onnx_domain) {
+      for (const auto& a : np.attribute()) {
+        const bool positive_ints = a.name() == "strides" || a.name() == "dilations";
+        if (positive_ints)
+          for (auto v : a.ints())
+            if (v <= 0)
+              fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute '", a.name(), "' has ", v,
+                   "; expected positive values");
+        if (a.name() == "group" && a.i() <= 0 && (w_index > 0))
+          fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute 'group' is ", a.i(), "; expected >= 1");
+      }
+    }
+    if (op == "Gemm" && onnx_domain) {
+      for (int i = 0; i < 2 && i < np.input_size(); ++i) {
+        auto r = known_rank.find(np.input(i));
+        if (r != known_rank.end() && r->second != 2)
+          fail(w.prefix(), "node '", np.name(), "' (Gemm): input ", i == 0 ? "A" : "B", " '", np.input(i),
+               "' has rank ", r->second, "; expected rank 2");
+      }
+    }
+  }
+  // libonnx 1.12's inference functions trust that a node matches its schema (input and output
+  // counts, attribute kinds). So every node whose op libonnx knows is verified against its
+  // schema first (ops it does not know, e.g. com.microsoft's, are left to the executor).
+  for (const auto& np : model.graph().node()) {
+    const std::string domain = np.domain() == "ai.onnx" ? std::string() : np.domain();
+    auto v = g.opsets.find(domain);
+    if (v == g.opsets.end() && domain.empty()) v = g.opsets.find("ai.onnx");
+    const int version = v != g.opsets.end() ? static_cast<int>(v->second) : g.opset;
+    const ::onnx::OpSchema* schema = ::onnx::OpSchemaRegistry::Schema(np.op_type(), version, domain);
+    if (schema == nullptr) continue;
+    try {
+      schema->Verify(np);
+    } catch (const std::exception& e) {
+      std::string what = e.what();
+      while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+      for (auto& c : what)
+        if (c == '\n') c = ' ';
+      fail(w.prefix(), "node '", np.name(), "' (", np.op_type(), "): does not match the ONNX schema of ",
+           np.op_type(), " at opset ", version, ": ", what);
+    }
+  }
   ::onnx::ModelProto m = model;
   try {
     // Node-level inference errors are errors (strict); element types are not checked against
@@ -280,12 +368,27 @@ inline graph::Graph from_proto(const ::onnx::ModelProto& model, const std::strin
       fail(w.prefix(), "the model imports no default-domain (ai.onnx) opset; expected one in opset_import");
     g.opset = 1;  // IR version < 3 had no opset_import
   }
+  auto check_count = [&](int count, const char* what) {
+    if (count > opt.max_nodes)
+      fail(w.prefix(), "the graph has ", count, " ", what, "; expected at most ", opt.max_nodes,
+           " (LoadOptions::max_nodes)");
+  };
+  check_count(gp.node_size(), "nodes");
+  check_count(gp.input_size(), "inputs");
+  check_count(gp.output_size(), "outputs");
+  check_count(gp.value_info_size(), "value infos");
+  check_count(gp.initializer_size(), "initializers");
   if (gp.sparse_initializer_size() > 0)
     fail(w.prefix(), "sparse initializers are not supported (found ", gp.sparse_initializer_size(), ")");
+  std::uint64_t initializer_bytes = 0;
   for (const auto& t : gp.initializer()) {
     if (t.name().empty()) fail(w.prefix(), "an initializer has no name");
     if (g.initializers.count(t.name())) fail(w.prefix(), "initializer '", t.name(), "' is defined twice");
-    g.initializers.emplace(t.name(), detail::tensor_from_proto(t, "initializer", w, opt));
+    auto it = g.initializers.emplace(t.name(), detail::tensor_from_proto(t, "initializer", w, opt)).first;
+    initializer_bytes += it->second.nbytes();
+    if (initializer_bytes > opt.max_initializer_bytes)
+      fail(w.prefix(), "initializers hold more than ", opt.max_initializer_bytes, " bytes (at '", t.name(),
+           "'); expected at most LoadOptions::max_initializer_bytes");
   }
   for (const auto& in : gp.input()) {
     if (g.initializers.count(in.name())) continue;  // a constant with a declared input (IR < 4)
@@ -317,7 +420,13 @@ inline graph::Graph from_proto(const ::onnx::ModelProto& model, const std::strin
     for (const auto& a : np.attribute()) {
       if (!a.ref_attr_name().empty()) n.fail("attribute '", a.name(), "' refers to a function attribute; expected a value");
       if (n.attributes.count(a.name())) n.fail("attribute '", a.name(), "' is given twice");
-      n.attributes.emplace(a.name(), detail::attribute_from_proto(a, n, w, opt));
+      auto it = n.attributes.emplace(a.name(), detail::attribute_from_proto(a, n, w, opt)).first;
+      if (it->second.kind == graph::AttrKind::tensor && it->second.t) {
+        initializer_bytes += it->second.t->nbytes();
+        if (initializer_bytes > opt.max_initializer_bytes)
+          n.fail("attribute '", a.name(), "': initializers and tensor attributes hold more than ",
+                 opt.max_initializer_bytes, " bytes; expected at most LoadOptions::max_initializer_bytes");
+      }
     }
     g.nodes.push_back(std::move(n));
   }
@@ -336,7 +445,13 @@ inline graph::Graph load_bytes(const void* data, std::size_t size, const std::st
     fail("file '", source, "': ", size, " bytes exceed the limit of ", opt.max_file_bytes,
          " bytes (models over 2 GiB need external data, which is not supported)");
   ::onnx::ModelProto model;
-  if (size == 0 || !model.ParseFromArray(data, static_cast<int>(size)))
+  bool parsed = false;
+  if (size != 0) {
+    google::protobuf::io::CodedInputStream in(static_cast<const std::uint8_t*>(data), static_cast<int>(size));
+    in.SetRecursionLimit(opt.max_nesting);
+    parsed = model.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
+  }
+  if (!parsed)
     fail("file '", source, "': not a valid ONNX model (", size == 0 ? "empty" : "protobuf parsing failed",
          "; truncated or corrupt file?)");
   return from_proto(model, source, opt);

@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "quantkit/io/atomic_file.hpp"
 #include "quantkit/onnx/load.hpp"
 
 namespace quantkit {
@@ -121,31 +122,10 @@ inline ::onnx::ModelProto to_proto(const graph::Graph& g, const std::string& pro
   return m;
 }
 
-// Writes `bytes` to `path` atomically: PATH.tmp-quantkit-PID-N in the same folder, flushed,
-// closed, then renamed over PATH. On any failure the temporary file is removed, PATH is left
-// as it was, and the error names the file.
+// Writes `bytes` to `path` atomically (quantkit/io/atomic_file.hpp): a temporary file in the
+// same folder, renamed over PATH when complete; on failure PATH is left as it was.
 inline void write_file_atomically(const std::string& path, const std::string& bytes) {
-  if (path.empty()) detail::fail("cannot write a file with an empty path");
-  const std::string tmp = path + ".tmp-quantkit-" + std::to_string(static_cast<long>(::getpid())) + "-" +
-                          std::to_string(detail::temp_counter()++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      detail::fail("file '", path, "': cannot open '", tmp, "' for writing: ", std::strerror(errno),
-                   " (does the folder exist and is it writable?)");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      detail::fail("file '", path, "': writing ", bytes.size(), " bytes failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    detail::fail("file '", path, "': cannot rename the temporary file into place: ", std::strerror(err));
-  }
+  io::write_file_atomically(path, bytes);
 }
 
 // Serializes a model and writes it atomically.

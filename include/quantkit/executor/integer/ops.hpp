@@ -26,6 +26,25 @@
 // points are 0), and folds z'_a * colsum(B) into the bias the same way. The same integers as
 // the general path; scratch buffers belong to the calling thread and are kept (no allocation
 // per call for them once warm).
+//
+// Numeric guards (int32 accumulators; "detected" = checked before the kernel runs, an Error
+// naming the layer; "by construction" = the bound holds for every input of the op's types):
+//   IntConv, IntMatMul  detected: K products (x - xz)(w - wz) plus the bias. |x - xz| <= 255
+//              (8-bit data, any zero point), |w - wz| <= 128 for int8 weights with zero point 0
+//              (255 otherwise), so K * 255 * 128 + max|bias| <= 2^31 - 1, i.e. K <= 65793 with
+//              no bias (K = C/group * kernel size; K <= 33025 for weights with zero points).
+//              check_accumulator() refuses larger K. The fast paths feed the data as uint8 and
+//              fold zx * colsum(W) into the bias with wrapping (mod 2^32) arithmetic: exact
+//              whenever the true sum fits int32, which the same bound guarantees.
+//   IntAveragePool / IntGlobalAveragePool  detected: raw sums of up to 255 per tap (and
+//              zp * count) over a window (the whole D x H x W plane for the global op), so
+//              windows of more than (2^31 - 1) / 255 = 8421504 elements are refused.
+//   IntAdd     by construction: (x - z) << 20 <= 255 * 2^20 < 2^28, two of them < 2^29.
+//   IntRequantize, IntMaxPool, IntFlatten, IntReshape, IntConcat  by construction: one
+//              (x - z) <= 255 per output, no sum.
+// Requantization multipliers outside a scheme's representable range (<= 0, NaN, > 1 for the
+// shift schemes, ...) are rejected by Scheme::make when the integer graph is built, naming the
+// layer (quantkit/policy/requantization.hpp); nothing is wrapped or clamped silently.
 #pragma once
 
 #include <algorithm>
@@ -168,6 +187,26 @@ Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Af
   const std::int64_t n = x.size();  // (a local: the byte stores may alias anything else)
   for (std::int64_t i = 0; i < n; ++i) py[i] = table[px[i]];
   return y;
+}
+
+// Numeric guard of IntConv / IntMatMul (see the top of this file): sum_k (x - xz)(w - wz) + bias
+// must fit int32 for every possible input of these types; refuses K that could overflow.
+inline void check_accumulator(const OpContext& ctx, std::int64_t K, DType w_type, const std::vector<std::int32_t>& wz,
+                              const std::vector<std::int32_t>& bias) {
+  const std::int64_t dx = 255;
+  std::int64_t dw = 128;
+  const IntRange wr = range_of(w_type);
+  for (std::int32_t z : wz)
+    if (z != 0 || w_type == DType::uint8)
+      dw = std::max<std::int64_t>(dw, std::max<std::int64_t>(wr.qmax - std::int64_t{z}, std::int64_t{z} - wr.qmin));
+  std::int64_t b = 0;
+  for (std::int32_t v : bias) b = std::max<std::int64_t>(b, v < 0 ? -std::int64_t{v} : std::int64_t{v});
+  const std::int64_t limit = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t max_k = (limit - b) / (dx * dw);
+  if (K > max_k)
+    ctx.fail("int32 accumulator could overflow: ", K, " products of |x - zx| <= ", dx, " and |w - zw| <= ", dw,
+             " plus |bias| <= ", b, " reach ", static_cast<double>(K) * static_cast<double>(dx * dw) + static_cast<double>(b),
+             "; expected a reduction length K <= ", max_k, " (2^31 - 1 in total)");
 }
 
 // Weight zero points: scalar or one per output channel, as int32.
@@ -544,6 +583,7 @@ void op_int_conv(OpContext& ctx) {
   const auto ws = detail::weight_scales(ctx, 4, M);
   const auto wz = detail::weight_zero_points(ctx, 5, w, M);
   const auto bias = detail::bias_of(ctx, 8, M);
+  detail::check_accumulator(ctx, KK, w.dtype(), wz, bias);
   if (std::all_of(wz.begin(), wz.end(), [](std::int32_t z) { return z == 0; }) &&
       detail::int_conv_fast<Scheme>(ctx, xa, ya, ws, bias))
     return;
@@ -601,6 +641,7 @@ void op_int_matmul(OpContext& ctx) {
   const auto bs = detail::weight_scales(ctx, 4, N);
   const auto bz = detail::weight_zero_points(ctx, 5, b, N);
   const auto bias = detail::bias_of(ctx, 8, N);
+  detail::check_accumulator(ctx, K, b.dtype(), bz, bias);
   if (ctx.has_input(9)) {
     int_matmul_prepared<Scheme>(ctx, aa, ya, bs, bias);
     return;
@@ -800,6 +841,11 @@ void op_int_average_pool(OpContext& ctx) {
     g = ops::detail::pool_geometry(ctx, x.shape());
     include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   }
+  // Numeric guard: raw sums (and zp * count) of up to 255 per tap stay within int32.
+  constexpr std::int64_t max_window = std::numeric_limits<std::int32_t>::max() / 255;
+  if (g.kernel_size() > max_window)
+    ctx.fail("int32 accumulator could overflow: a window of ", g.kernel_size(), " elements of up to 255 each; expected "
+             "at most ", max_window, " elements per window");
   const Dims out_shape = ops::conv_output_shape(x.shape(), x.dim(1), g);
   const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
   const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -60,6 +61,8 @@ inline void op_reshape(OpContext& ctx) {
     }
     if (d < 0) ctx.fail("shape entry ", i, " is ", d, "; expected >= -1");
     out[i] = d;
+    if (d != 0 && known > std::numeric_limits<std::int64_t>::max() / d)
+      ctx.fail("shape entries multiply past 2^63 at entry ", i, " (", d, "); expected a shape of ", x.size(), " elements");
     known *= d;
   }
   if (infer >= 0) {
