@@ -415,7 +415,7 @@ TEST_CASE("QOperator export errors: formats the integer ops cannot take, unwrita
     const std::string path = blocker + "/model.onnx";
     CHECK_THROWS_WITH_AS(qk::onnx::save_qoperator(qm, path), doctest::Contains(("file '" + path + "'").c_str()), qk::Error);
     CHECK_THROWS_WITH_AS(qk::onnx::save_qoperator(qm, dir + "/no/such/dir/m.onnx"),
-                         doctest::Contains("does the folder exist"), qk::Error);
+                         doctest::Contains("expected an existing, writable folder"), qk::Error);
     const std::string existing = dir + "/existing.onnx";
     { std::ofstream(existing) << "previous"; }
     qk::ptq::PtqConfig cfg;

@@ -510,7 +510,7 @@ TEST_CASE("QDQ export errors: unsupported op, missing initializer, unwritable pa
     const std::string expected = "file '" + path + "'";
     CHECK_THROWS_WITH_AS(qk::onnx::save_qdq(qm, path), doctest::Contains(expected.c_str()), qk::Error);
     CHECK_THROWS_WITH_AS(qk::onnx::save_qdq(qm, dir + "/no/such/dir/m.onnx"),
-                         doctest::Contains("does the folder exist"), qk::Error);
+                         doctest::Contains("expected an existing, writable folder"), qk::Error);
     // A failing export over an existing model leaves that model as it was.
     const std::string existing = dir + "/existing.onnx";
     { std::ofstream(existing) << "previous"; }
