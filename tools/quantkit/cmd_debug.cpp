@@ -156,16 +156,10 @@ Json header_json(const Context& c, const DebugArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
-Json sensitivity_json(const Context& c, qa::QuantPart part, const std::vector<qa::Metric>& metrics,
-                      const std::vector<std::string>& nodes) {
-  qa::SensitivityOptions o;
-  o.part = part;
-  o.metrics = metrics;
-  o.nodes = nodes;
-  const qa::SensitivityResult r = c.session->sensitivity(o);
-  Json j{{"type", qa::to_string(part)}, {"output", r.output}, {"full", similarity_json(r.full)}};
+Json sensitivity_json(const qa::SensitivityResult& r) {
+  Json j{{"type", qa::to_string(r.part)}, {"output", r.output}, {"full", similarity_json(r.full)}};
   Json ms = Json::array();
-  for (auto m : metrics) ms.push_back(qa::to_string(m));
+  for (auto m : r.metrics) ms.push_back(qa::to_string(m));
   j["metrics"] = ms;
   Json rows = Json::array();
   for (const auto& row : r.rows) {
@@ -176,6 +170,15 @@ Json sensitivity_json(const Context& c, qa::QuantPart part, const std::vector<qa
   }
   j["rows"] = rows;
   return j;
+}
+
+qa::SensitivityResult measure_sensitivity(const Context& c, qa::QuantPart part, const std::vector<qa::Metric>& metrics,
+                                          const std::vector<std::string>& nodes = {}) {
+  qa::SensitivityOptions o;
+  o.part = part;
+  o.metrics = metrics;
+  o.nodes = nodes;
+  return c.session->sensitivity(o);
 }
 
 Json curve_json(const qa::ErrorCurve& c) {
@@ -264,9 +267,9 @@ Json node_distribution_json(const Context& c, const std::string& key, int bins) 
   std::vector<float> d(static_cast<std::size_t>(x.size()));
   for (std::size_t i = 0; i < d.size(); ++i) d[i] = y.data<float>()[i] - x.data<float>()[i];
   const graph::Tensor diff = graph::Tensor::from_vector<float>(x.shape(), d, v + " (error)");
-  const qa::Histogram hx = qa::histogram(x.view<float>().named(v), bins);
-  const double lo = std::min(hx.lo, static_cast<double>(qa::histogram(y.view<float>().named(v), 1).min));
-  const double hi = std::max(hx.hi, static_cast<double>(qa::histogram(y.view<float>().named(v), 1).max));
+  // One range for both histograms: the union of the float and the quantized values.
+  const qa::Histogram hx = qa::histogram(x.view<float>().named(v), 1), hy = qa::histogram(y.view<float>().named(v), 1);
+  const double lo = std::min(hx.min, hy.min), hi = std::max(hx.max, hy.max);
   return Json{{"kind", "node"},
               {"node", key},
               {"op", n.op_type},
@@ -497,10 +500,10 @@ std::string conclusion(const Json& report) {
   const double full = part["full"]["cosine"].get<double>();
   std::string s = fmt::format("The fully quantized model's output cosine is {:.6f}. ", full);
   if (part["sensitive"].empty()) {
-    s += fmt::format("No single node's quantization brings it under {}: the loss is spread over the graph", t);
-    s += full < t ? " (try a clipping observer such as --observer kl or auto, --cle, --bias-correction or 16-bit "
-                    "activations with --act-bits 16)."
-                  : "; nothing needs to stay float.";
+    s += fmt::format("No single node's quantization brings it under {}", t);
+    s += full < t ? ": the loss is spread over the graph (try a clipping observer such as --observer kl or auto, "
+                    "--cle, --bias-correction or 16-bit activations with --act-bits 16)."
+                  : ", nor does the whole model's: nothing needs to stay float.";
     return s;
   }
   std::vector<std::string> names;
@@ -559,7 +562,7 @@ void run_verb(const CLI::App* cmd, const std::string& verb, const DebugArgs& a) 
   const Context c = make_context(cmd, a);
   Json j = header_json(c, a);
   if (verb == "sensitivity") {
-    j["sensitivity"] = sensitivity_json(c, part, metrics, split_list(a.nodes));
+    j["sensitivity"] = sensitivity_json(measure_sensitivity(c, part, metrics, split_list(a.nodes)));
     if (a.json) return print_json(j);
     print_header(j);
     print_sensitivity(j["sensitivity"], metrics);
@@ -604,11 +607,13 @@ void run_all(const CLI::App* cmd, const DebugArgs& a) {
   auto step = [](const char* what) { fmt::print(stderr, "debug runall: {}\n", what); };
 
   step("node sensitivity");
-  report["sensitivity_node"] = sensitivity_json(c, qa::QuantPart::node, qa::all_metrics(), {});
+  const qa::SensitivityResult node_sensitivity = measure_sensitivity(c, qa::QuantPart::node, qa::all_metrics());
+  report["sensitivity_node"] = sensitivity_json(node_sensitivity);
   step("weight sensitivity");
-  report["sensitivity_weight"] = sensitivity_json(c, qa::QuantPart::weight, qa::all_metrics(), {});
+  report["sensitivity_weight"] = sensitivity_json(measure_sensitivity(c, qa::QuantPart::weight, qa::all_metrics()));
   step("activation sensitivity");
-  report["sensitivity_activation"] = sensitivity_json(c, qa::QuantPart::activation, qa::all_metrics(), {});
+  report["sensitivity_activation"] =
+      sensitivity_json(measure_sensitivity(c, qa::QuantPart::activation, qa::all_metrics()));
 
   step("cumulative error curves");
   DebugArgs curves = a;
@@ -620,9 +625,7 @@ void run_all(const CLI::App* cmd, const DebugArgs& a) {
 
   step("partial quantization");
   {
-    qa::SensitivityOptions o;
-    o.metrics = qa::all_metrics();
-    const qa::PartialResult p = c.session->partial(threshold, c.session->sensitivity(o));
+    const qa::PartialResult p = c.session->partial(threshold, node_sensitivity);  // measured above
     report["partial"] = partial_json(p);
     // The curve with the sensitive nodes left in float (the suggested fix), when there are any.
     if (!p.steps.empty()) {
