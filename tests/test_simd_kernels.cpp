@@ -98,6 +98,48 @@ TEST_CASE("simd: dequantize per tensor, every input type") {
   });
 }
 
+TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the reference") {
+  // Just past the size where the kernels switch to non-temporal stores, output misaligned by
+  // one element (so a head is written the ordinary way first) and aligned.
+  const std::size_t threshold = qks::stream_threshold_bytes();
+  const std::size_t n = threshold / 5 + 1031;
+  REQUIRE(qks::stream_output(qks::detail::contiguous_plan(n), 5));
+  const float scale = 0.25f;
+  const std::int32_t zp = 3;
+  qk::QuantParams p;
+  p.scale = {scale};
+  p.zero_point = {zp};
+  p.range = simd_test::range_of<std::int8_t>();
+  const std::vector<float> data = simd_test::quantize_inputs(n + 1, scale, 99);
+  std::vector<std::int8_t> want(n + 1), got(n + 1);
+  std::vector<float> fwant(n + 1), fgot(n + 1), dwant(n + 1), dgot(n + 1);
+  for (std::size_t offset : {0u, 1u}) {
+    CAPTURE(offset);
+    std::fill(want.begin(), want.end(), std::int8_t{0});
+    std::fill(fwant.begin(), fwant.end(), 0.0f);
+    std::fill(dwant.begin(), dwant.end(), 0.0f);
+    const qk::View<const float> x(data.data() + offset, qk::Dims{static_cast<std::int64_t>(n)});
+    const qk::View<std::int8_t> qw(want.data() + offset, x.shape());
+    qk::ref::quantize(x, p, qw, qk::RoundHalfEven{});
+    qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data() + offset, x.shape()), qk::RoundHalfEven{});
+    const qk::View<const std::int8_t> qin(want.data() + offset, x.shape());
+    qk::ref::dequantize(qin, p, qk::View<float>(dwant.data() + offset, x.shape()));
+    for_each_target("stream: quantize, fake, dequantize", [&](const qks::Kernels& k) {
+      std::fill(got.begin(), got.end(), std::int8_t{0});
+      std::fill(fgot.begin(), fgot.end(), 0.0f);
+      std::fill(dgot.begin(), dgot.end(), 0.0f);
+      qks::quantize(x, p, qk::View<std::int8_t>(got.data() + offset, x.shape()), qk::RoundHalfEven{},
+                    qk::ScaleApplicationKind::divide, &k);
+      QK_CHECK_SAME(got, want, data);
+      qks::fake_quantize(x, p, qk::View<float>(fgot.data() + offset, x.shape()), qk::RoundHalfEven{},
+                         qk::ScaleApplicationKind::divide, &k);
+      QK_CHECK_SAME(fgot, fwant, data);
+      qks::dequantize(qin, p, qk::View<float>(dgot.data() + offset, x.shape()), &k);
+      QK_CHECK_SAME(dgot, dwant, want);
+    });
+  }
+}
+
 TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and transposed views") {
   for_each_target("per-channel/per-group views", [](const qks::Kernels& k) {
     simd_test::check_views_everything(&k);

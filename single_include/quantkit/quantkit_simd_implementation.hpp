@@ -61,6 +61,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 // ---- begin quantkit/policy/requantization.hpp ----
 #ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_REQUANTIZATION_HPP_
@@ -843,6 +846,30 @@ struct UniformSource {
 // quantize (out_type integer) or fake-quantize (out_type f32). Per parameter index p:
 //   factor[p] = scale or 1/scale (see application), zero[p] = float(zero point), scale[p].
 // Kernels require qmin <= zero <= qmax, |qmin|, |qmax| <= 2^24 and the range to fit out_type.
+// Calls whose input + output bytes exceed this store their output with non-temporal stores:
+// past the last-level cache an ordinary store first reads the line it overwrites (a quarter
+// more traffic for f32 -> int8), and the output would evict the rest anyway. The C library's
+// last-level cache size, capped at 32 MiB: in virtual machines it often reports the whole
+// host's cache, of which a guest's core sees a slice.
+inline std::size_t stream_threshold_bytes() {
+  static const std::size_t bytes = [] {
+    constexpr std::size_t cap = std::size_t{32} << 20;
+    long l3 = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return l3 > 0 && static_cast<std::size_t>(l3) < cap ? static_cast<std::size_t>(l3) : cap;
+  }();
+  return bytes;
+}
+
+// Whether an element-wise call over `plan` moving `bytes_per_element` (input + output) streams
+// its output.
+inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
+  const std::int64_t n = plan.size();
+  return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
+}
+
 struct QuantizeArgs {
   Plan plan;
   const float* x = nullptr;
@@ -856,6 +883,7 @@ struct QuantizeArgs {
   float qmin = -128.0f;
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
+  bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // x = float(q - zero[p]) * scale[p]
@@ -866,6 +894,7 @@ struct DequantizeArgs {
   float* out = nullptr;
   const float* scale = nullptr;
   const std::int32_t* zero = nullptr;
+  bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):
@@ -2576,6 +2605,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstring>
 #include <type_traits>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 
@@ -2630,6 +2660,157 @@ HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
     }
   }
 }
+
+// ------------------------------ Fast path: deterministic rounding, constant parameters
+// Clamps first, in float, to [lo - z, hi - z]: equal to clamping R(t) + z to [lo, hi], as R is
+// monotone and keeps integers. The rounded value then converts straight to int32 (one
+// instruction for half-even on AVX-512), NaN lanes are zeroed by their mask (q = z), and z is
+// added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
+
+// R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x.
+template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo, V hi) {
+  const hn::RebindToSigned<D> di;
+  const V t = hn::Min(hn::Max(kDivide ? hn::Div(x, f) : hn::Mul(x, f), lo), hi);
+  const auto ordered = hn::Eq(x, x);
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
+    (void)d;
+    return hn::Vec<decltype(di)>{_mm512_maskz_cvt_roundps_epi32(
+        ordered.raw, t.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+  } else {
+    return hn::Vec<decltype(di)>{_mm512_maskz_cvttps_epi32(ordered.raw, Round::Do(d, t, t).raw)};
+  }
+#else
+  return hn::IfThenElseZero(hn::RebindMask(di, ordered), ConvertInRange(di, Round::Do(d, t, t)));
+#endif
+}
+
+// Fake-quantize: R(clamp(t, lo', hi')) * s, +0 for NaN x.
+template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
+  const V t = hn::Min(hn::Max(kDivide ? hn::Div(x, f) : hn::Mul(x, f), lo), hi);
+  const V r = hn::Add(Round::Do(d, t, t), hn::Zero(d));
+  return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
+}
+
+template <bool kStream, class D, class T>
+HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
+  if constexpr (kStream)
+    hn::Stream(v, d, p);
+  else
+    hn::StoreU(v, d, p);
+}
+
+// Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
+// saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
+// store (instead of four demotions and four partial stores).
+template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
+HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
+  constexpr bool kBytes = sizeof(Out) == 1;
+  constexpr bool kSigned = std::is_signed<Out>::value;
+  (void)kBytes;
+  (void)kSigned;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kBytes) {
+    (void)di;
+    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
+    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
+    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+    const __m512i r = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
+    if constexpr (kStream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), r);
+    else
+      _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if constexpr (kBytes) {
+    (void)di;
+    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
+    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
+    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
+    const __m256i r = _mm256_permutevar8x32_epi32(
+        kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
+        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
+  if constexpr (kBytes && hn::MaxLanes(di) == 4) {
+    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
+    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
+    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
+    const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
+    if constexpr (kStream)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), r);
+    return;
+  }
+#endif
+  const std::size_t N = hn::Lanes(di);
+  if constexpr (std::is_same<Out, std::int32_t>::value) {
+    StoreVec<kStream>(hn::Add(v0, z), di, p);
+    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
+    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
+    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
+  } else {
+    const hn::Rebind<Out, DI> dq;
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
+  }
+}
+
+// The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
+template <class Out, class Round, bool kDivide, bool kStream>
+HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
+                                       Out* HWY_RESTRICT q, std::size_t n, float factor,
+                                       float zero, float scale) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  const V f = hn::Set(d, factor);
+  const V lo = hn::Set(d, a.qmin - zero);  // exact: small integers
+  const V hi = hn::Set(d, a.qmax - zero);
+  std::size_t i = 0;
+  if constexpr (std::is_same<Out, float>::value) {
+    const V s = hn::Set(d, scale);
+    for (; i + 4 * N <= n; i += 4 * N) {
+      const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
+      const V y1 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi, s);
+      const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
+      const V y3 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi, s);
+      StoreVec<kStream>(y0, d, q + i);
+      StoreVec<kStream>(y1, d, q + i + N);
+      StoreVec<kStream>(y2, d, q + i + 2 * N);
+      StoreVec<kStream>(y3, d, q + i + 3 * N);
+    }
+  } else {
+    (void)scale;
+    const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
+    for (; i + 4 * N <= n; i += 4 * N) {
+      const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
+      const auto v1 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi);
+      const auto v2 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
+      const auto v3 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
+      StoreQuantized4<Out, kStream>(di, v0, v1, v2, v3, z, q + i);
+    }
+  }
+  return i;
+}
+
+// Outputs that StoreQuantized4/StoreVec can write with non-temporal stores.
+template <class Out>
+constexpr bool kStreamable = sizeof(Out) == 1 || sizeof(Out) == 4;
 
 // n contiguous elements; parameters at index `at` (kVec: at + i for element i).
 template <class Out, class Round, bool kDivide, bool kVec>
@@ -2704,6 +2885,25 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
     HWY_ALIGN float u[kChunk];  // staged: n <= kChunk
     a.uniforms.fill(a.uniforms.context, x, n, u);
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
+  } else if constexpr (!kVec) {
+    const float scale = ps ? ps[0] : 1.0f;
+    std::size_t i = 0;
+    if (kStreamable<Out> && a.stream) {
+      // Non-temporal stores need aligned addresses: the head up to the first one goes the
+      // ordinary way.
+      const std::size_t block = 4 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(Out);
+      const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % block;
+      std::size_t head = misaligned == 0 ? 0 : (block - misaligned) / sizeof(Out);
+      if ((block - misaligned) % sizeof(Out) != 0) head = n;  // never aligned: no streaming
+      if (head > n) head = n;
+      QuantizeLoop<Out, Round, kDivide, false>(a, x, q, head, pf, pz, ps, nullptr);
+      i = head + QuantizeBlocks4<Out, Round, kDivide, true>(a, x + head, q + head, n - head,
+                                                             pf[0], pz[0], scale);
+      hwy::FlushStream();
+    } else {
+      i = QuantizeBlocks4<Out, Round, kDivide, false>(a, x, q, n, pf[0], pz[0], scale);
+    }
+    QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
   } else {
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
   }
@@ -2765,6 +2965,30 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadAsInt32(D d, const In* HWY_RESTRIC
   }
 }
 
+// The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
+template <class In, bool kStream>
+HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RESTRICT x,
+                                         std::size_t n, float scale, std::int32_t zero) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  const V s = hn::Set(d, scale);
+  const auto z = hn::Set(di, zero);
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const V y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i), z)), s);
+    const V y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + N), z)), s);
+    const V y2 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + 2 * N), z)), s);
+    const V y3 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + 3 * N), z)), s);
+    StoreVec<kStream>(y0, d, x + i);
+    StoreVec<kStream>(y1, d, x + i + N);
+    StoreVec<kStream>(y2, d, x + i + 2 * N);
+    StoreVec<kStream>(y3, d, x + i + 3 * N);
+  }
+  return i;
+}
+
 template <class In, bool kVec>
 void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
@@ -2778,6 +3002,24 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
   V s = hn::Set(d, ps[0]);
   VI z = hn::Set(di, pz[0]);
   std::size_t i = 0;
+  if constexpr (!kVec) {
+    if (a.stream && reinterpret_cast<std::uintptr_t>(x) % sizeof(float) == 0) {
+      // Non-temporal stores need aligned addresses: the head up to the first one goes the
+      // ordinary way (below, one vector at a time, then through the tail buffer).
+      const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(x) % (N * sizeof(float));
+      std::size_t head = misaligned == 0 ? 0 : (N * sizeof(float) - misaligned) / sizeof(float);
+      if (head > n) head = n;
+      if (head != 0) {
+        DequantizeArgs ordinary = a;
+        ordinary.stream = false;
+        DequantizeRun<In, false>(&ordinary, q, x, head, at);
+      }
+      i = head + DequantizeBlocks4<In, true>(q + head, x + head, n - head, ps[0], pz[0]);
+      hwy::FlushStream();
+    } else {
+      i = DequantizeBlocks4<In, false>(q, x, n, ps[0], pz[0]);
+    }
+  }
   for (; i + N <= n; i += N) {
     if constexpr (kVec) {
       s = hn::LoadU(d, ps + i);
@@ -3924,7 +4166,8 @@ IntRange full_range() {
 // implementation is linked in, else on this translation unit's static target — instantiating
 // only the variant this call site needs (compile time of header-only users).
 template <class Out, RoundingMode kMode>
-void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
+void run_quantize(const Kernels* kernels, QuantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
@@ -3932,7 +4175,8 @@ void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
   HWY_STATIC_DISPATCH(QuantizeTyped)<Out, kMode>(a);
 }
 template <class Out>
-void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
+void run_quantize_any_rounding(const Kernels* kernels, QuantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
@@ -3940,7 +4184,8 @@ void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
   HWY_STATIC_DISPATCH(QuantizeTo)<Out>(a);
 }
 template <class In>
-void run_dequantize(const Kernels* kernels, const DequantizeArgs& a) {
+void run_dequantize(const Kernels* kernels, DequantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(In) + sizeof(float));
   if (kernels != nullptr) return kernels->dequantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->dequantize(a);

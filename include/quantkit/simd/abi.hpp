@@ -13,6 +13,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#if defined(__unix__) || defined(__APPLE__)
+#include <unistd.h>
+#endif
 
 #include "quantkit/policy/requantization.hpp"
 #include "quantkit/policy/rounding.hpp"
@@ -84,6 +87,30 @@ struct UniformSource {
 // quantize (out_type integer) or fake-quantize (out_type f32). Per parameter index p:
 //   factor[p] = scale or 1/scale (see application), zero[p] = float(zero point), scale[p].
 // Kernels require qmin <= zero <= qmax, |qmin|, |qmax| <= 2^24 and the range to fit out_type.
+// Calls whose input + output bytes exceed this store their output with non-temporal stores:
+// past the last-level cache an ordinary store first reads the line it overwrites (a quarter
+// more traffic for f32 -> int8), and the output would evict the rest anyway. The C library's
+// last-level cache size, capped at 32 MiB: in virtual machines it often reports the whole
+// host's cache, of which a guest's core sees a slice.
+inline std::size_t stream_threshold_bytes() {
+  static const std::size_t bytes = [] {
+    constexpr std::size_t cap = std::size_t{32} << 20;
+    long l3 = -1;
+#if defined(_SC_LEVEL3_CACHE_SIZE)
+    l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+    return l3 > 0 && static_cast<std::size_t>(l3) < cap ? static_cast<std::size_t>(l3) : cap;
+  }();
+  return bytes;
+}
+
+// Whether an element-wise call over `plan` moving `bytes_per_element` (input + output) streams
+// its output.
+inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
+  const std::int64_t n = plan.size();
+  return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
+}
+
 struct QuantizeArgs {
   Plan plan;
   const float* x = nullptr;
@@ -97,6 +124,7 @@ struct QuantizeArgs {
   float qmin = -128.0f;
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
+  bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // x = float(q - zero[p]) * scale[p]
@@ -107,6 +135,7 @@ struct DequantizeArgs {
   float* out = nullptr;
   const float* scale = nullptr;
   const std::int32_t* zero = nullptr;
+  bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):

@@ -244,7 +244,8 @@ IntRange full_range() {
 // implementation is linked in, else on this translation unit's static target — instantiating
 // only the variant this call site needs (compile time of header-only users).
 template <class Out, RoundingMode kMode>
-void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
+void run_quantize(const Kernels* kernels, QuantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
@@ -252,7 +253,8 @@ void run_quantize(const Kernels* kernels, const QuantizeArgs& a) {
   HWY_STATIC_DISPATCH(QuantizeTyped)<Out, kMode>(a);
 }
 template <class Out>
-void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
+void run_quantize_any_rounding(const Kernels* kernels, QuantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
@@ -260,7 +262,8 @@ void run_quantize_any_rounding(const Kernels* kernels, const QuantizeArgs& a) {
   HWY_STATIC_DISPATCH(QuantizeTo)<Out>(a);
 }
 template <class In>
-void run_dequantize(const Kernels* kernels, const DequantizeArgs& a) {
+void run_dequantize(const Kernels* kernels, DequantizeArgs& a) {
+  a.stream = stream_output(a.plan, sizeof(In) + sizeof(float));
   if (kernels != nullptr) return kernels->dequantize(a);
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->dequantize(a);
