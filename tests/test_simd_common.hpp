@@ -306,6 +306,8 @@ inline std::vector<std::pair<qk::Dims, qk::Granularity>> granularity_cases() {
       {qk::Dims{70, 40}, G::per_group(0, 32)},   // last block shorter
       {qk::Dims{6, 100}, G::per_group(1, 32)},
       {qk::Dims{6, 100}, G::per_group(-1, 7)},
+      {qk::Dims{4, 200}, G::per_group(1, 128)},  // whole 4-vector blocks, then a shorter block
+      {qk::Dims{3, 300}, G::per_channel(0)},     // rows of several 4-vector blocks and a tail
       {qk::Dims{3, 10, 9}, G::per_group(1, 4)},
       {qk::Dims{3, 10, 9}, G::per_group(2, 1)},
       {qk::Dims{0, 5}, G::per_channel(1)},

@@ -2276,6 +2276,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -2304,7 +2305,8 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
   std::int64_t in_off = 0, out_off = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int64_t base = 0;
-    for (int d = 0; d < last; ++d) base += (idx[d] / p.param_div[d]) * p.param_stride[d];
+    for (int d = 0; d < last; ++d)
+      base += (p.param_div[d] == 1 ? idx[d] : idx[d] / p.param_div[d]) * p.param_stride[d];
     row(in_off, out_off, base);
     for (int d = last - 1; d >= 0; --d) {
       in_off += p.in_stride[d];
@@ -2322,15 +2324,37 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
 template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
+// `count` contiguous runs of n elements, run k at x + k * sx and q + k * sq with parameters
+// constant over it at index at + k * dat: per-channel rows and per-group blocks in one call, so
+// that short runs cost no call each.
+template <class In, class Out>
+using ManyRunsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q,
+                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                            std::int64_t dat);
+
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
-// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+// element; `many` (optional) loops over runs with constant parameters. `staging`: always pass
+// runs of at most kChunk elements (stochastic rounding).
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
+  ManyRunsFn<In, Out> many = nullptr;
 };
+
+// The ManyRunsFn of a kernel whose run body is Body::template Run<false> (constant parameters).
+template <class In, class Out, class Body>
+void ManyRuns(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+              std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  for (std::size_t k = 0; k < count; ++k) {
+    Body::Run(args, x, q, n, at);
+    x += sx;
+    q += sq;
+    at += dat;
+  }
+}
 
 // Runs one row of n elements with element strides sx, sq: contiguous rows go straight to the
 // run function; strided rows (and staging kernels) go through kChunk-element buffers.
@@ -2383,7 +2407,14 @@ struct PlanRows {
         break;
       case InnerParams::blocks: {
         const std::int64_t b = plan->inner_block;
-        for (std::int64_t j = 0; j < len; j += b) {
+        std::int64_t j = 0;
+        if (runs->many != nullptr && sx == 1 && sq == 1 && !runs->staging) {
+          const std::int64_t full = len / b;
+          runs->many(runs->args, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
+                     static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
+          j = full * b;
+        }
+        for (; j < len; j += b) {
           const std::int64_t m = len - j < b ? len - j : b;
           RunRow(*runs, false, xr + j * sx, sx, qr + j * sq, sq, static_cast<std::size_t>(m),
                  base + j / b);
@@ -2398,8 +2429,94 @@ struct PlanRows {
 // (In, Out) pair: the rounding/scheme variants only differ in their run functions.
 template <class In, class Out>
 void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  // Rows with one parameter each (per-channel, channel axis outside the row): one call.
+  if (runs.many != nullptr && !runs.staging && plan.rank == 2 &&
+      plan.inner == InnerParams::constant && plan.in_stride[1] == 1 && plan.out_stride[1] == 1 &&
+      plan.param_div[0] == 1 && plan.shape[0] > 0 && plan.shape[1] > 0) {
+    runs.many(runs.args, x, static_cast<std::ptrdiff_t>(plan.in_stride[0]), q,
+              static_cast<std::ptrdiff_t>(plan.out_stride[0]), static_cast<std::size_t>(plan.shape[0]),
+              static_cast<std::size_t>(plan.shape[1]), 0, plan.param_stride[0]);
+    return;
+  }
   const PlanRows<In, Out> rows{&plan, x, q, &runs};
   ForEachRow(plan, rows);
+}
+
+// ------------------------------ Stores
+
+template <bool kStream, class D, class T>
+HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
+  if constexpr (kStream)
+    hn::Stream(v, d, p);
+  else
+    hn::StoreU(v, d, p);
+}
+
+// Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
+// saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
+// store (instead of four demotions and four partial stores).
+template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
+HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
+  constexpr bool kBytes = sizeof(Out) == 1;
+  constexpr bool kSigned = std::is_signed<Out>::value;
+  (void)kBytes;
+  (void)kSigned;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kBytes) {
+    (void)di;
+    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
+    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
+    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+    const __m512i r = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
+    if constexpr (kStream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), r);
+    else
+      _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if constexpr (kBytes) {
+    (void)di;
+    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
+    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
+    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
+    const __m256i r = _mm256_permutevar8x32_epi32(
+        kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
+        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
+  if constexpr (kBytes && hn::MaxLanes(di) == 4) {
+    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
+    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
+    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
+    const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
+    if constexpr (kStream)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), r);
+    return;
+  }
+#endif
+  const std::size_t N = hn::Lanes(di);
+  if constexpr (std::is_same<Out, std::int32_t>::value) {
+    StoreVec<kStream>(hn::Add(v0, z), di, p);
+    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
+    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
+    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
+  } else {
+    const hn::Rebind<Out, DI> dq;
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
+  }
 }
 
 // ------------------------------ Rounding of floats to integral floats
@@ -3003,81 +3120,6 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
   return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
 }
 
-template <bool kStream, class D, class T>
-HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
-  if constexpr (kStream)
-    hn::Stream(v, d, p);
-  else
-    hn::StoreU(v, d, p);
-}
-
-// Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
-// saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
-// store (instead of four demotions and four partial stores).
-template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
-HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
-  constexpr bool kBytes = sizeof(Out) == 1;
-  constexpr bool kSigned = std::is_signed<Out>::value;
-  (void)kBytes;
-  (void)kSigned;
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  if constexpr (kBytes) {
-    (void)di;
-    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
-    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
-    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
-    const __m512i r = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
-        kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
-    if constexpr (kStream)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), r);
-    else
-      _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
-    return;
-  }
-#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-  if constexpr (kBytes) {
-    (void)di;
-    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
-    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
-    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
-    const __m256i r = _mm256_permutevar8x32_epi32(
-        kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
-        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    if constexpr (kStream)
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
-    else
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
-    return;
-  }
-#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
-  if constexpr (kBytes && hn::MaxLanes(di) == 4) {
-    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
-    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
-    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
-    const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
-    if constexpr (kStream)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
-    else
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), r);
-    return;
-  }
-#endif
-  const std::size_t N = hn::Lanes(di);
-  if constexpr (std::is_same<Out, std::int32_t>::value) {
-    StoreVec<kStream>(hn::Add(v0, z), di, p);
-    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
-    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
-    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
-  } else {
-    const hn::Rebind<Out, DI> dq;
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
-  }
-}
-
 // The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
 template <class Out, class Round, bool kDivide, bool kStream>
 HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
@@ -3185,7 +3227,8 @@ HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std:
 }
 
 template <class Out, class Round, bool kDivide, bool kVec>
-void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::size_t n,
+                                std::int64_t at) {
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   const float* pf = a.factor + at;
   const float* pz = a.zero + at;
@@ -3218,13 +3261,29 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   }
 }
 
+template <class Out, class Round, bool kDivide, bool kVec>
+void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+  QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
+}
+
+template <class Out, class Round, bool kDivide>
+struct QuantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const float* x, Out* q, std::size_t n,
+                             std::int64_t at) {
+    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
+  }
+};
+
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+    const Runs<float, Out> runs{
+        &QuantizeRun<Out, Round, kDivide, false>, &QuantizeRun<Out, Round, kDivide, true>, a,
+        Round::kStochastic,
+        Round::kStochastic ? nullptr
+                           : &ManyRuns<float, Out, QuantizeConstantBody<Out, Round, kDivide>>};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -3299,7 +3358,11 @@ HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RE
 }
 
 template <class In, bool kVec>
-void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at);
+
+template <class In, bool kVec>
+HWY_INLINE void DequantizeRunBody(const void* args, const In* q, float* x, std::size_t n,
+                                  std::int64_t at) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
   const float* ps = a.scale + at;
   const std::int32_t* pz = a.zero + at;
@@ -3357,9 +3420,23 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
   std::memcpy(x + i, xb, rem * sizeof(float));
 }
 
+template <class In, bool kVec>
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+  DequantizeRunBody<In, kVec>(args, q, x, n, at);
+}
+
+template <class In>
+struct DequantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const In* q, float* x, std::size_t n,
+                             std::int64_t at) {
+    DequantizeRunBody<In, false>(args, q, x, n, at);
+  }
+};
+
 template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
+                             &ManyRuns<In, float, DequantizeConstantBody<In>>};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 
@@ -4021,9 +4098,43 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
   }
 }
 
+// Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
+// [lo - zp, hi - zp] before adding zp (the caller checked both fit int32): the same as
+// clamping the saturated sum, without the saturation.
+template <class Out, class Scheme, bool kBias>
+HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
+                                         Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  using V = hn::Vec<decltype(di)>;
+  using VF = hn::Vec<decltype(df)>;
+  const std::size_t N = hn::Lanes(di);
+  constexpr int kSlots = Scheme::kSlots;
+  V k[kSlots > 0 ? kSlots : 1];
+  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  const VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
+  const V bias = hn::Set(di, a.bias[at]);
+  const V zp = hn::Set(di, a.zero_point);
+  const V lo = hn::Set(di, a.lo - a.zero_point);
+  const V hi = hn::Set(di, a.hi - a.zero_point);
+  const auto one = [&](const std::int32_t* p) {
+    const V v = kBias ? SaturatingAdd32(di, hn::LoadU(di, p), bias) : hn::LoadU(di, p);
+    return hn::Min(hn::Max(Scheme::Apply(di, v, k, m), lo), hi);
+  };
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const V r0 = one(x + i);
+    const V r1 = one(x + i + N);
+    const V r2 = one(x + i + 2 * N);
+    const V r3 = one(x + i + 3 * N);
+    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zp, q + i);
+  }
+  return i;
+}
+
 template <class Out, class Scheme, bool kVec>
-void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                   std::int64_t at) {
+HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                                  std::int64_t at) {
   const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
@@ -4039,6 +4150,14 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   const V lo = hn::Set(di, a.lo);
   const V hi = hn::Set(di, a.hi);
   std::size_t i = 0;
+  if constexpr (!kVec) {
+    const std::int64_t lo_off = std::int64_t{a.lo} - a.zero_point;
+    const std::int64_t hi_off = std::int64_t{a.hi} - a.zero_point;
+    if (lo_off >= kI32Min && hi_off <= kI32Max) {
+      i = a.bias[at] == 0 ? RequantizeBlocks4<Out, Scheme, false>(a, x, q, n, at)
+                          : RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
+    }
+  }
   for (; i + N <= n; i += N) {
     if constexpr (kVec) {
       for (int s = 0; s < kSlots; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
@@ -4076,10 +4195,25 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   std::memcpy(q + i, qb, rem * sizeof(Out));
 }
 
+template <class Out, class Scheme, bool kVec>
+void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                   std::int64_t at) {
+  RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
+}
+
+template <class Out, class Scheme>
+struct RequantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                             std::int64_t at) {
+    RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+  }
+};
+
 template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false,
+                                     &ManyRuns<std::int32_t, Out, RequantizeConstantBody<Out, Scheme>>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include <hwy/highway.h>
 
@@ -43,7 +44,8 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
   std::int64_t in_off = 0, out_off = 0;
   for (std::int64_t r = 0; r < rows; ++r) {
     std::int64_t base = 0;
-    for (int d = 0; d < last; ++d) base += (idx[d] / p.param_div[d]) * p.param_stride[d];
+    for (int d = 0; d < last; ++d)
+      base += (p.param_div[d] == 1 ? idx[d] : idx[d] / p.param_div[d]) * p.param_stride[d];
     row(in_off, out_off, base);
     for (int d = last - 1; d >= 0; --d) {
       in_off += p.in_stride[d];
@@ -61,15 +63,37 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
 template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
+// `count` contiguous runs of n elements, run k at x + k * sx and q + k * sq with parameters
+// constant over it at index at + k * dat: per-channel rows and per-group blocks in one call, so
+// that short runs cost no call each.
+template <class In, class Out>
+using ManyRunsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q,
+                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                            std::int64_t dat);
+
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
-// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+// element; `many` (optional) loops over runs with constant parameters. `staging`: always pass
+// runs of at most kChunk elements (stochastic rounding).
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
+  ManyRunsFn<In, Out> many = nullptr;
 };
+
+// The ManyRunsFn of a kernel whose run body is Body::template Run<false> (constant parameters).
+template <class In, class Out, class Body>
+void ManyRuns(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+              std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  for (std::size_t k = 0; k < count; ++k) {
+    Body::Run(args, x, q, n, at);
+    x += sx;
+    q += sq;
+    at += dat;
+  }
+}
 
 // Runs one row of n elements with element strides sx, sq: contiguous rows go straight to the
 // run function; strided rows (and staging kernels) go through kChunk-element buffers.
@@ -122,7 +146,14 @@ struct PlanRows {
         break;
       case InnerParams::blocks: {
         const std::int64_t b = plan->inner_block;
-        for (std::int64_t j = 0; j < len; j += b) {
+        std::int64_t j = 0;
+        if (runs->many != nullptr && sx == 1 && sq == 1 && !runs->staging) {
+          const std::int64_t full = len / b;
+          runs->many(runs->args, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
+                     static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
+          j = full * b;
+        }
+        for (; j < len; j += b) {
           const std::int64_t m = len - j < b ? len - j : b;
           RunRow(*runs, false, xr + j * sx, sx, qr + j * sq, sq, static_cast<std::size_t>(m),
                  base + j / b);
@@ -137,8 +168,94 @@ struct PlanRows {
 // (In, Out) pair: the rounding/scheme variants only differ in their run functions.
 template <class In, class Out>
 void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  // Rows with one parameter each (per-channel, channel axis outside the row): one call.
+  if (runs.many != nullptr && !runs.staging && plan.rank == 2 &&
+      plan.inner == InnerParams::constant && plan.in_stride[1] == 1 && plan.out_stride[1] == 1 &&
+      plan.param_div[0] == 1 && plan.shape[0] > 0 && plan.shape[1] > 0) {
+    runs.many(runs.args, x, static_cast<std::ptrdiff_t>(plan.in_stride[0]), q,
+              static_cast<std::ptrdiff_t>(plan.out_stride[0]), static_cast<std::size_t>(plan.shape[0]),
+              static_cast<std::size_t>(plan.shape[1]), 0, plan.param_stride[0]);
+    return;
+  }
   const PlanRows<In, Out> rows{&plan, x, q, &runs};
   ForEachRow(plan, rows);
+}
+
+// ------------------------------ Stores
+
+template <bool kStream, class D, class T>
+HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
+  if constexpr (kStream)
+    hn::Stream(v, d, p);
+  else
+    hn::StoreU(v, d, p);
+}
+
+// Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
+// saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
+// store (instead of four demotions and four partial stores).
+template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
+HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
+  constexpr bool kBytes = sizeof(Out) == 1;
+  constexpr bool kSigned = std::is_signed<Out>::value;
+  (void)kBytes;
+  (void)kSigned;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kBytes) {
+    (void)di;
+    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
+    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
+    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+    const __m512i r = _mm512_permutexvar_epi32(
+        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
+        kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
+    if constexpr (kStream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), r);
+    else
+      _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  if constexpr (kBytes) {
+    (void)di;
+    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
+    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
+    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
+    const __m256i r = _mm256_permutevar8x32_epi32(
+        kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
+        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    return;
+  }
+#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
+  if constexpr (kBytes && hn::MaxLanes(di) == 4) {
+    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
+    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
+    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
+    const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
+    if constexpr (kStream)
+      _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
+    else
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), r);
+    return;
+  }
+#endif
+  const std::size_t N = hn::Lanes(di);
+  if constexpr (std::is_same<Out, std::int32_t>::value) {
+    StoreVec<kStream>(hn::Add(v0, z), di, p);
+    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
+    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
+    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
+  } else {
+    const hn::Rebind<Out, DI> dq;
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
+    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
+  }
 }
 
 // ------------------------------ Rounding of floats to integral floats

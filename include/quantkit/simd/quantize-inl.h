@@ -109,81 +109,6 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
   return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
 }
 
-template <bool kStream, class D, class T>
-HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
-  if constexpr (kStream)
-    hn::Stream(v, d, p);
-  else
-    hn::StoreU(v, d, p);
-}
-
-// Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
-// saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
-// store (instead of four demotions and four partial stores).
-template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
-HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
-  constexpr bool kBytes = sizeof(Out) == 1;
-  constexpr bool kSigned = std::is_signed<Out>::value;
-  (void)kBytes;
-  (void)kSigned;
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  if constexpr (kBytes) {
-    (void)di;
-    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
-    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
-    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
-    const __m512i r = _mm512_permutexvar_epi32(
-        _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
-        kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
-    if constexpr (kStream)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), r);
-    else
-      _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
-    return;
-  }
-#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-  if constexpr (kBytes) {
-    (void)di;
-    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
-    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
-    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
-    const __m256i r = _mm256_permutevar8x32_epi32(
-        kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
-        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    if constexpr (kStream)
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
-    else
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
-    return;
-  }
-#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
-  if constexpr (kBytes && hn::MaxLanes(di) == 4) {
-    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
-    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
-    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
-    const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
-    if constexpr (kStream)
-      _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
-    else
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), r);
-    return;
-  }
-#endif
-  const std::size_t N = hn::Lanes(di);
-  if constexpr (std::is_same<Out, std::int32_t>::value) {
-    StoreVec<kStream>(hn::Add(v0, z), di, p);
-    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
-    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
-    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
-  } else {
-    const hn::Rebind<Out, DI> dq;
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
-  }
-}
-
 // The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
 template <class Out, class Round, bool kDivide, bool kStream>
 HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
@@ -291,7 +216,8 @@ HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std:
 }
 
 template <class Out, class Round, bool kDivide, bool kVec>
-void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::size_t n,
+                                std::int64_t at) {
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   const float* pf = a.factor + at;
   const float* pz = a.zero + at;
@@ -324,13 +250,29 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   }
 }
 
+template <class Out, class Round, bool kDivide, bool kVec>
+void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::int64_t at) {
+  QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
+}
+
+template <class Out, class Round, bool kDivide>
+struct QuantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const float* x, Out* q, std::size_t n,
+                             std::int64_t at) {
+    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
+  }
+};
+
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+    const Runs<float, Out> runs{
+        &QuantizeRun<Out, Round, kDivide, false>, &QuantizeRun<Out, Round, kDivide, true>, a,
+        Round::kStochastic,
+        Round::kStochastic ? nullptr
+                           : &ManyRuns<float, Out, QuantizeConstantBody<Out, Round, kDivide>>};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -405,7 +347,11 @@ HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RE
 }
 
 template <class In, bool kVec>
-void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at);
+
+template <class In, bool kVec>
+HWY_INLINE void DequantizeRunBody(const void* args, const In* q, float* x, std::size_t n,
+                                  std::int64_t at) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
   const float* ps = a.scale + at;
   const std::int32_t* pz = a.zero + at;
@@ -463,9 +409,23 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
   std::memcpy(x + i, xb, rem * sizeof(float));
 }
 
+template <class In, bool kVec>
+void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::int64_t at) {
+  DequantizeRunBody<In, kVec>(args, q, x, n, at);
+}
+
+template <class In>
+struct DequantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const In* q, float* x, std::size_t n,
+                             std::int64_t at) {
+    DequantizeRunBody<In, false>(args, q, x, n, at);
+  }
+};
+
 template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
+                             &ManyRuns<In, float, DequantizeConstantBody<In>>};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 

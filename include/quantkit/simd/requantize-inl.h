@@ -237,9 +237,43 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
   }
 }
 
+// Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
+// [lo - zp, hi - zp] before adding zp (the caller checked both fit int32): the same as
+// clamping the saturated sum, without the saturation.
+template <class Out, class Scheme, bool kBias>
+HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
+                                         Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  using V = hn::Vec<decltype(di)>;
+  using VF = hn::Vec<decltype(df)>;
+  const std::size_t N = hn::Lanes(di);
+  constexpr int kSlots = Scheme::kSlots;
+  V k[kSlots > 0 ? kSlots : 1];
+  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  const VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
+  const V bias = hn::Set(di, a.bias[at]);
+  const V zp = hn::Set(di, a.zero_point);
+  const V lo = hn::Set(di, a.lo - a.zero_point);
+  const V hi = hn::Set(di, a.hi - a.zero_point);
+  const auto one = [&](const std::int32_t* p) {
+    const V v = kBias ? SaturatingAdd32(di, hn::LoadU(di, p), bias) : hn::LoadU(di, p);
+    return hn::Min(hn::Max(Scheme::Apply(di, v, k, m), lo), hi);
+  };
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const V r0 = one(x + i);
+    const V r1 = one(x + i + N);
+    const V r2 = one(x + i + 2 * N);
+    const V r3 = one(x + i + 3 * N);
+    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zp, q + i);
+  }
+  return i;
+}
+
 template <class Out, class Scheme, bool kVec>
-void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                   std::int64_t at) {
+HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                                  std::int64_t at) {
   const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
@@ -255,6 +289,14 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   const V lo = hn::Set(di, a.lo);
   const V hi = hn::Set(di, a.hi);
   std::size_t i = 0;
+  if constexpr (!kVec) {
+    const std::int64_t lo_off = std::int64_t{a.lo} - a.zero_point;
+    const std::int64_t hi_off = std::int64_t{a.hi} - a.zero_point;
+    if (lo_off >= kI32Min && hi_off <= kI32Max) {
+      i = a.bias[at] == 0 ? RequantizeBlocks4<Out, Scheme, false>(a, x, q, n, at)
+                          : RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
+    }
+  }
   for (; i + N <= n; i += N) {
     if constexpr (kVec) {
       for (int s = 0; s < kSlots; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
@@ -292,10 +334,25 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   std::memcpy(q + i, qb, rem * sizeof(Out));
 }
 
+template <class Out, class Scheme, bool kVec>
+void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                   std::int64_t at) {
+  RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
+}
+
+template <class Out, class Scheme>
+struct RequantizeConstantBody {
+  static HWY_INLINE void Run(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                             std::int64_t at) {
+    RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+  }
+};
+
 template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false,
+                                     &ManyRuns<std::int32_t, Out, RequantizeConstantBody<Out, Scheme>>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 
