@@ -1147,13 +1147,22 @@ struct PlanRows {
 // (In, Out) pair: the rounding/scheme variants only differ in their run functions.
 template <class In, class Out>
 void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
-  // Rows with one parameter each (per-channel, channel axis outside the row): one call.
-  if (runs.many != nullptr && !runs.staging && plan.rank == 2 &&
-      plan.inner == InnerParams::constant && plan.in_stride[1] == 1 && plan.out_stride[1] == 1 &&
-      plan.param_div[0] == 1 && plan.shape[0] > 0 && plan.shape[1] > 0) {
-    runs.many(runs.args, x, static_cast<std::ptrdiff_t>(plan.in_stride[0]), q,
-              static_cast<std::ptrdiff_t>(plan.out_stride[0]), static_cast<std::size_t>(plan.shape[0]),
-              static_cast<std::size_t>(plan.shape[1]), 0, plan.param_stride[0]);
+  // Rows with one parameter each (per-channel with the channel axis outside the row, or one
+  // parameter set): one call per matrix of the two innermost dimensions.
+  const int last = plan.rank - 1;
+  if (runs.many != nullptr && !runs.staging && plan.rank >= 2 &&
+      plan.inner == InnerParams::constant && plan.in_stride[last] == 1 &&
+      plan.out_stride[last] == 1 && plan.param_div[last - 1] == 1 && plan.shape[last] > 0) {
+    Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
+    outer.rank = plan.rank - 1;
+    const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last - 1]);
+    const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan.out_stride[last - 1]);
+    const auto count = static_cast<std::size_t>(plan.shape[last - 1]);
+    const auto n = static_cast<std::size_t>(plan.shape[last]);
+    const std::int64_t dat = plan.param_stride[last - 1];
+    ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
+      runs.many(runs.args, x + in_off, sx, q + out_off, sq, count, n, base, dat);
+    });
     return;
   }
   const PlanRows<In, Out> rows{&plan, x, q, &runs};
