@@ -663,6 +663,31 @@ void check_quantize_all_roundings(const qks::Kernels* k, float scale, std::int32
   }
 }
 
+// out[i] = table[in[i]]: every byte value, lengths around every vector width, unaligned,
+// in place.
+inline void check_lookup_bytes(const qks::Kernels* k) {
+  std::mt19937 rng(11);
+  std::uint8_t table[256];
+  for (auto& t : table) t = static_cast<std::uint8_t>(rng());
+  std::vector<std::size_t> lengths = test_lengths();
+  for (std::size_t n : {127, 128, 129, 255, 256, 257, 4099}) lengths.push_back(n);
+  for (std::size_t n : lengths) {
+    for (std::size_t offset : {0u, 3u}) {
+      std::vector<std::uint8_t> in(n + offset), got(n + offset, 0xAB), want(n + offset, 0xAB);
+      for (std::size_t i = 0; i < n + offset; ++i) in[i] = static_cast<std::uint8_t>(i < 256 ? i : rng());
+      for (std::size_t i = offset; i < n + offset; ++i) want[i] = table[in[i]];
+      qks::lookup_bytes(table, in.data() + offset, got.data() + offset, n, k);
+      CAPTURE(n);
+      CAPTURE(offset);
+      CHECK(got == want);  // including the bytes before and after: untouched
+      std::vector<std::uint8_t> inplace = in;
+      qks::lookup_bytes(table, inplace.data() + offset, inplace.data() + offset, n, k);
+      for (std::size_t i = 0; i < offset; ++i) want[i] = in[i];
+      CHECK(inplace == want);
+    }
+  }
+}
+
 inline void check_quantize_everything(const qks::Kernels* k) {
   for (float scale : {1.0f, 0.25f, 0.1f, 0.0173f, 2.0f}) {
     check_quantize_all_roundings<std::int8_t>(k, scale, 0);

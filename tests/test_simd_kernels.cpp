@@ -173,11 +173,12 @@ TEST_CASE("simd: requantize -> uint8, int16, uint16, int32") {
   });
 }
 
-TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram") {
+TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lookup") {
   for_each_target("reductions", [](const qks::Kernels& k) {
     simd_test::check_minmax(&k);
     simd_test::check_minmax_per_param(&k);
     simd_test::check_histogram(&k);
+    simd_test::check_lookup_bytes(&k);
   });
 }
 

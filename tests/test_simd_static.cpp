@@ -51,6 +51,7 @@ TEST_CASE("simd static: reductions") {
   simd_test::check_minmax(nullptr);
   simd_test::check_minmax_per_param(nullptr);
   simd_test::check_histogram(nullptr);
+  simd_test::check_lookup_bytes(nullptr);
 }
 
 TEST_CASE("simd static: Quantizer uses the kernels") {

@@ -225,6 +225,9 @@ struct Kernels {
   std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
+  // out[i] = table[in[i]] (256 entries); in may equal out.
+  void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
+                       std::size_t n) = nullptr;
 };
 
 }  // namespace simd

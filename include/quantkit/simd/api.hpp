@@ -759,6 +759,14 @@ void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Sche
   requantize(View<const std::int32_t>(acc, shape), q, View<Out>(out, shape), {}, kernels);
 }
 
+// ==================================================================== Byte tables
+
+// out[i] = table[in[i]] for i < n: a 256-entry byte table (in may equal out).
+inline void lookup_bytes(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
+                         std::size_t n, const Kernels* kernels = nullptr) {
+  detail::pick(kernels, &Kernels::lookup_bytes, &HWY_STATIC_DISPATCH(LookupBytes))(table, in, out, n);
+}
+
 // ==================================================================== Reductions
 
 // Min and max of the finite values of x[0..n) (std::min/std::max order) and the count of

@@ -17,6 +17,7 @@
 #include "quantkit/simd/abi.hpp"
 #include "quantkit/simd/common-inl.h"
 #include "quantkit/simd/gemm-inl.h"
+#include "quantkit/simd/lookup-inl.h"
 #include "quantkit/simd/quantize-inl.h"
 #include "quantkit/simd/reduce-inl.h"
 #include "quantkit/simd/requantize-inl.h"
@@ -42,6 +43,7 @@ const Kernels* GetKernelsT() {
     k.minmax_params = &MinMaxParams;
     k.histogram = &Histogram;
     k.gemm = GetGemmKernelsT<0>();
+    k.lookup_bytes = &LookupBytes;
     return k;
   }();
   return &kernels;

@@ -1067,13 +1067,11 @@ void with_folded_table(OpContext& ctx) {
   const std::int64_t n = y.size();
   const auto* src = static_cast<const std::uint8_t*>(y.raw());
   if (type == y.dtype()) {
-    auto* dst = static_cast<std::uint8_t*>(y.raw());
-    for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+    simd::lookup_bytes(table.data(), src, static_cast<std::uint8_t*>(y.raw()), static_cast<std::size_t>(n));
     return;
   }
   Tensor z(type, y.shape());
-  auto* dst = static_cast<std::uint8_t*>(z.raw());
-  for (std::int64_t i = 0; i < n; ++i) dst[i] = table[src[i]];
+  simd::lookup_bytes(table.data(), src, static_cast<std::uint8_t*>(z.raw()), static_cast<std::size_t>(n));
   ctx.set_output(0, std::move(z));
 }
 
