@@ -136,6 +136,8 @@ TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram") {
     simd_test::check_minmax(&k);
     simd_test::check_minmax_per_param(&k);
     simd_test::check_histogram(&k);
+    simd_test::check_histogram_blocked(&k);
+    simd_test::check_minmax_blocked(&k);
   });
 }
 
