@@ -690,6 +690,26 @@ inline void check_histogram_blocked(const qks::Kernels* k) {
     CHECK(gr.below == wr.below);
     CHECK(gr.above == wr.above);
     CHECK(gr.nan == wr.nan);
+    if (absolute) return;
+    // the same counts and minmax()'s result from the fused pass
+    std::vector<std::uint64_t> got2(bins, 7);
+    qks::MinMaxResult mm;
+    mm.min = 123.0f;  // overwritten
+    const qks::HistogramResult gr2 =
+        qks::histogram_minmax(buf.data() + offset, n, lo, hi, bins, got2.data(), &mm, k);
+    const qks::MinMaxResult want_mm = qks::minmax(buf.data() + offset, n, k);
+    qk::Range seq;  // the sequential std::min/std::max over the finite values
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::isfinite(buf[offset + i])) seq.include(buf[offset + i]);
+    CHECK(got2 == want);
+    CHECK(gr2.below == wr.below);
+    CHECK(gr2.above == wr.above);
+    CHECK(gr2.nan == wr.nan);
+    CHECK(bits_of(mm.min) == bits_of(seq.min));
+    CHECK(bits_of(mm.max) == bits_of(seq.max));
+    CHECK(bits_of(want_mm.min) == bits_of(seq.min));
+    CHECK(mm.nonfinite == want_mm.nonfinite);
+    CHECK(mm.finite == want_mm.finite);
   };
   // edges: v = lo + j * (hi - lo) / bins and its float neighbours, for every j
   for (std::size_t bins : {std::size_t{3}, std::size_t{100}, std::size_t{2048}}) {
@@ -739,6 +759,22 @@ inline void check_histogram_blocked(const qks::Kernels* k) {
     const std::vector<float> same(3 * 65536 + 5, value);
     run(same, 0, same.size(), -1.0f, 1.0f, 16, false);
     run(same, 1, same.size() - 1, -1.0f, 1.0f, 2048, true);
+  }
+  // zeros of both signs as the min or max (the fused min/max fixes the sign like minmax())
+  {
+    std::vector<float> z(5000);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (auto& v : z) v = u(rng);
+    for (std::size_t i = 0; i < z.size(); i += 97) z[i] = (i / 97) % 2 ? 0.0f : -0.0f;
+    run(z, 0, z.size(), -1.0f, 1.0f, 32, false);
+    run(z, 3, z.size() - 3, -1.0f, 1.0f, 32, false);
+    for (auto& v : z) v = -v;
+    run(z, 0, z.size(), -1.0f, 1.0f, 32, false);
+    z[4999] = std::numeric_limits<float>::quiet_NaN();
+    z[700] = kInf;
+    run(z, 1, z.size() - 1, -1.0f, 1.0f, 32, false);
+    std::vector<float> nan(4000, std::numeric_limits<float>::quiet_NaN());
+    run(nan, 0, nan.size(), -1.0f, 1.0f, 32, false);
   }
   // bins at the limit of the blocked path (bins + 2 <= 65536) and past it
   for (std::size_t b : {std::size_t{65534}, std::size_t{65535}}) {

@@ -1758,6 +1758,9 @@ struct HistogramArgs {
   std::size_t bins = 0;
   bool absolute = false;
   std::uint64_t* counts = nullptr;
+  // When set (absolute must be false): also the min/max of x's finite values and the count of
+  // non-finite ones, exactly as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct HistogramResult {
@@ -3481,18 +3484,22 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
 constexpr std::size_t kHistBlock = 512;
 constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
 
-template <bool kAbsolute>
-HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r) {
+// kMinMax: also the running min/max of the finite values (raw values while a vector is all
+// inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
+// vmin/vmax and the count of non-finite values into *nonfinite.
+template <bool kAbsolute, bool kMinMax, class V>
+HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
+                                       std::size_t* nonfinite) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<std::uint16_t, decltype(di)> d16;
-  using V = hn::Vec<decltype(d)>;
   const std::size_t N = hn::Lanes(d);
   const V lo = hn::Set(d, a.lo);
   const V hi = hn::Set(d, a.hi);
   const V bins = hn::Set(d, static_cast<float>(a.bins));
   const V width = hn::Set(d, a.hi - a.lo);
   const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   const std::size_t stride = a.bins + 2;
   std::vector<std::uint16_t> sub(2 * stride, 0);
   std::uint16_t* const h0 = sub.data();
@@ -3522,10 +3529,23 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
         const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
         hn::Store(hn::DemoteTo(d16, bin), d16, idx + j);
 #endif
+        V vlo = v, vhi = v;  // what the min/max see
         if (!hn::AllTrue(d, inside)) {
           r.below += hn::CountTrue(d, hn::Lt(v, lo));
           r.above += hn::CountTrue(d, hn::Gt(v, hi));
           r.nan += hn::CountTrue(d, hn::IsNaN(v));
+          if (kMinMax) {
+            const auto fin = hn::Lt(hn::Abs(v), pinf);
+            if (!hn::AllTrue(d, fin)) {
+              *nonfinite += N - hn::CountTrue(d, fin);
+              vlo = hn::IfThenElse(fin, v, pinf);
+              vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+            }
+          }
+        }
+        if (kMinMax) {
+          vmin = hn::Min(vmin, vlo);
+          vmax = hn::Max(vmax, vhi);
         }
       }
       for (std::size_t j = 0; j < kHistBlock; j += 4) {
@@ -3545,11 +3565,22 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
 }
 
 inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V vmin = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmax = hn::Neg(vmin);
+  std::size_t nonfinite = 0;
   HistogramResult r;
   std::size_t done = 0;
   // The sub-histograms pay for zeroing and flushing 2 * (bins + 2) counters per chunk.
-  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock)
-    done = a.absolute ? HistogramBlocks<true>(a, r) : HistogramBlocks<false>(a, r);
+  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    if (a.minmax != nullptr)
+      done = HistogramBlocks<false, true>(a, r, vmin, vmax, &nonfinite);
+    else if (a.absolute)
+      done = HistogramBlocks<true, false>(a, r, vmin, vmax, &nonfinite);
+    else
+      done = HistogramBlocks<false, false>(a, r, vmin, vmax, &nonfinite);
+  }
   if (done < a.n) {
     HistogramArgs t = a;
     t.x = a.x + done;
@@ -3558,6 +3589,27 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     r.below += rt.below;
     r.above += rt.above;
     r.nan += rt.nan;
+  }
+  if (a.minmax != nullptr) {
+    MinMaxResult& m = *a.minmax;
+    m = MinMaxResult{};
+    // See MinMax: reduce only when a vector saw a finite value.
+    if (done > nonfinite) {
+      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    }
+    m.nonfinite = nonfinite;
+    if (done < a.n) {
+      const MinMaxResult t = MinMax(a.x + done, a.n - done);
+      if (t.finite != 0) {
+        if (t.min < m.min) m.min = t.min;
+        if (t.max > m.max) m.max = t.max;
+      }
+      m.nonfinite += t.nonfinite;
+    }
+    m.finite = a.n - m.nonfinite;
+    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
+    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
 }
@@ -4932,6 +4984,28 @@ HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::si
   return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
 }
 
+// histogram() and minmax() of the same x in one pass: the counts as histogram() adds them, and
+// into *mm what minmax(x, n) returns (min/max of the finite values, non-finite count).
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram_minmax: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram_minmax: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  if (mm == nullptr) quantkit::detail::fail("simd::histogram_minmax: null MinMaxResult");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -5022,6 +5096,11 @@ template <class T>
 HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
                           std::uint64_t* counts, bool absolute, const Kernels& kernels) {
   return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels& kernels) {
+  return histogram_minmax(x, n, lo, hi, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd
@@ -5305,12 +5384,11 @@ struct BatchStats {
   bool nonfinite = false;     // some value was skipped (only with NonFiniteKind::ignore)
 };
 
-// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
-// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
-// been modified when it does.
+// The slot count checks batch_stats starts with: at least one slot, and `expected_slots`
+// unless 0.
 template <class T, int R>
-BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
-                       const ObserverConfig& config, std::size_t expected_slots) {
+void expect_batch_layout(const View<const T, R>& v, const ParamLayout& layout,
+                         const ObserverConfig& config, std::size_t expected_slots) {
   const std::string& name = batch_name(v, config);
   if (layout.count() <= 0)
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has no ",
@@ -5319,6 +5397,16 @@ BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has ",
          layout.count(), " channels/blocks for ", config.granularity.to_string(),
          "; earlier batches had ", expected_slots);
+}
+
+// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
+// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
+// been modified when it does.
+template <class T, int R>
+BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
+                       const ObserverConfig& config, std::size_t expected_slots) {
+  expect_batch_layout(v, layout, config, expected_slots);
+  const std::string& name = batch_name(v, config);
   BatchStats s;
   s.ranges.assign(static_cast<std::size_t>(layout.count()), Range{});
   if constexpr (std::is_same_v<T, float>) {
@@ -5936,6 +6024,9 @@ class HistogramObserver {
     const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    if constexpr (std::is_same_v<T, float>) {
+      if (observe_in_one_pass(v, layout)) return;
+    }
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
     const std::size_t n = s.ranges.size();
     const auto bins = static_cast<std::size_t>(options_.bins);
@@ -5964,6 +6055,54 @@ class HistogramObserver {
     for (std::size_t i = 0; i < n; ++i)
       apply(slots_[i], plans[i], counts.data() + i * bins, points[i]);
   }
+
+ private:
+  // One settled per-tensor slot and a contiguous float batch: the batch is binned with the
+  // bounds it gets if it stays inside the slot's range, in the same SIMD pass that finds its
+  // min/max (simd::histogram_minmax). If the plan from the real min/max bins with other bounds
+  // (the range grows, or torch_1_13's integer bounds move), those counts are dropped and the
+  // batch is binned again as observe() always does; either way the result is the same as the
+  // two passes (batch_stats, then histc). Returns false when it does not apply.
+  template <int R>
+  bool observe_in_one_pass(const View<const float, R>& v, const ParamLayout& layout) {
+    if (!(slots_.size() == 1 && slots_[0].observed() && v.is_contiguous() &&
+          layout.kind() == GranularityKind::per_tensor && v.size() >= 64 &&
+          detail::kernels::simd_reductions()))
+      return false;
+    Slot& slot = slots_[0];
+    if (slot.min == slot.max) return false;
+    const Plan guess = plan(slot, Range{slot.min, slot.max});
+    if (guess.action != Action::add_same || !(guess.histc_lo < guess.histc_hi) ||
+        !std::isfinite(guess.histc_lo) || !std::isfinite(guess.histc_hi))
+      return false;
+    detail::expect_batch_layout(v, layout, config_, slots_.size());
+    const auto bins = static_cast<std::size_t>(options_.bins);
+    std::vector<std::uint64_t> counts(bins, 0u);
+    simd::MinMaxResult mm;
+    simd::histogram_minmax(v.data(), static_cast<std::size_t>(v.size()), guess.histc_lo, guess.histc_hi,
+                           bins, counts.data(), &mm);
+    if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
+      detail::fail_nonfinite(v, detail::batch_name(v, config_));
+    const Range batch = mm.finite != 0 ? Range{mm.min, mm.max} : Range{};
+    const Plan p = plan(slot, batch);
+    if (p.action == Action::skip) return true;
+    if (!(p.histc_lo == guess.histc_lo && p.histc_hi == guess.histc_hi)) {
+      std::fill(counts.begin(), counts.end(), std::uint64_t{0});
+      if (p.histc_lo == p.histc_hi) {  // (not reached from a settled slot; as observe() does)
+        std::uint64_t points = 0;
+        for (std::int64_t j = 0; j < v.size(); ++j)
+          if (std::isfinite(v.data()[j])) ++points;
+        apply(slot, p, counts.data(), points);
+        return true;
+      }
+      detail::kernels::histc(v.data(), v.size(), std::int64_t{1}, p.histc_lo, p.histc_hi, options_.bins,
+                             counts.data());
+    }
+    apply(slot, p, counts.data(), 0u);
+    return true;
+  }
+
+ public:
 
   // a.merge(b): as if b's data had come after a's (see the header comment for the bound).
   void merge(const HistogramObserver& other) {

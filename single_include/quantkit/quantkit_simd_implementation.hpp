@@ -929,6 +929,9 @@ struct HistogramArgs {
   std::size_t bins = 0;
   bool absolute = false;
   std::uint64_t* counts = nullptr;
+  // When set (absolute must be false): also the min/max of x's finite values and the count of
+  // non-finite ones, exactly as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct HistogramResult {
@@ -3172,18 +3175,22 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
 constexpr std::size_t kHistBlock = 512;
 constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
 
-template <bool kAbsolute>
-HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r) {
+// kMinMax: also the running min/max of the finite values (raw values while a vector is all
+// inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
+// vmin/vmax and the count of non-finite values into *nonfinite.
+template <bool kAbsolute, bool kMinMax, class V>
+HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
+                                       std::size_t* nonfinite) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<std::uint16_t, decltype(di)> d16;
-  using V = hn::Vec<decltype(d)>;
   const std::size_t N = hn::Lanes(d);
   const V lo = hn::Set(d, a.lo);
   const V hi = hn::Set(d, a.hi);
   const V bins = hn::Set(d, static_cast<float>(a.bins));
   const V width = hn::Set(d, a.hi - a.lo);
   const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   const std::size_t stride = a.bins + 2;
   std::vector<std::uint16_t> sub(2 * stride, 0);
   std::uint16_t* const h0 = sub.data();
@@ -3213,10 +3220,23 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
         const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
         hn::Store(hn::DemoteTo(d16, bin), d16, idx + j);
 #endif
+        V vlo = v, vhi = v;  // what the min/max see
         if (!hn::AllTrue(d, inside)) {
           r.below += hn::CountTrue(d, hn::Lt(v, lo));
           r.above += hn::CountTrue(d, hn::Gt(v, hi));
           r.nan += hn::CountTrue(d, hn::IsNaN(v));
+          if (kMinMax) {
+            const auto fin = hn::Lt(hn::Abs(v), pinf);
+            if (!hn::AllTrue(d, fin)) {
+              *nonfinite += N - hn::CountTrue(d, fin);
+              vlo = hn::IfThenElse(fin, v, pinf);
+              vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+            }
+          }
+        }
+        if (kMinMax) {
+          vmin = hn::Min(vmin, vlo);
+          vmax = hn::Max(vmax, vhi);
         }
       }
       for (std::size_t j = 0; j < kHistBlock; j += 4) {
@@ -3236,11 +3256,22 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
 }
 
 inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V vmin = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmax = hn::Neg(vmin);
+  std::size_t nonfinite = 0;
   HistogramResult r;
   std::size_t done = 0;
   // The sub-histograms pay for zeroing and flushing 2 * (bins + 2) counters per chunk.
-  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock)
-    done = a.absolute ? HistogramBlocks<true>(a, r) : HistogramBlocks<false>(a, r);
+  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    if (a.minmax != nullptr)
+      done = HistogramBlocks<false, true>(a, r, vmin, vmax, &nonfinite);
+    else if (a.absolute)
+      done = HistogramBlocks<true, false>(a, r, vmin, vmax, &nonfinite);
+    else
+      done = HistogramBlocks<false, false>(a, r, vmin, vmax, &nonfinite);
+  }
   if (done < a.n) {
     HistogramArgs t = a;
     t.x = a.x + done;
@@ -3249,6 +3280,27 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     r.below += rt.below;
     r.above += rt.above;
     r.nan += rt.nan;
+  }
+  if (a.minmax != nullptr) {
+    MinMaxResult& m = *a.minmax;
+    m = MinMaxResult{};
+    // See MinMax: reduce only when a vector saw a finite value.
+    if (done > nonfinite) {
+      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    }
+    m.nonfinite = nonfinite;
+    if (done < a.n) {
+      const MinMaxResult t = MinMax(a.x + done, a.n - done);
+      if (t.finite != 0) {
+        if (t.min < m.min) m.min = t.min;
+        if (t.max > m.max) m.max = t.max;
+      }
+      m.nonfinite += t.nonfinite;
+    }
+    m.finite = a.n - m.nonfinite;
+    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
+    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
 }
@@ -4623,6 +4675,28 @@ HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::si
   return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
 }
 
+// histogram() and minmax() of the same x in one pass: the counts as histogram() adds them, and
+// into *mm what minmax(x, n) returns (min/max of the finite values, non-finite count).
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram_minmax: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram_minmax: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  if (mm == nullptr) quantkit::detail::fail("simd::histogram_minmax: null MinMaxResult");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -4713,6 +4787,11 @@ template <class T>
 HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
                           std::uint64_t* counts, bool absolute, const Kernels& kernels) {
   return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels& kernels) {
+  return histogram_minmax(x, n, lo, hi, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd

@@ -341,18 +341,22 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
 constexpr std::size_t kHistBlock = 512;
 constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
 
-template <bool kAbsolute>
-HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r) {
+// kMinMax: also the running min/max of the finite values (raw values while a vector is all
+// inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
+// vmin/vmax and the count of non-finite values into *nonfinite.
+template <bool kAbsolute, bool kMinMax, class V>
+HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
+                                       std::size_t* nonfinite) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<std::uint16_t, decltype(di)> d16;
-  using V = hn::Vec<decltype(d)>;
   const std::size_t N = hn::Lanes(d);
   const V lo = hn::Set(d, a.lo);
   const V hi = hn::Set(d, a.hi);
   const V bins = hn::Set(d, static_cast<float>(a.bins));
   const V width = hn::Set(d, a.hi - a.lo);
   const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   const std::size_t stride = a.bins + 2;
   std::vector<std::uint16_t> sub(2 * stride, 0);
   std::uint16_t* const h0 = sub.data();
@@ -382,10 +386,23 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
         const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
         hn::Store(hn::DemoteTo(d16, bin), d16, idx + j);
 #endif
+        V vlo = v, vhi = v;  // what the min/max see
         if (!hn::AllTrue(d, inside)) {
           r.below += hn::CountTrue(d, hn::Lt(v, lo));
           r.above += hn::CountTrue(d, hn::Gt(v, hi));
           r.nan += hn::CountTrue(d, hn::IsNaN(v));
+          if (kMinMax) {
+            const auto fin = hn::Lt(hn::Abs(v), pinf);
+            if (!hn::AllTrue(d, fin)) {
+              *nonfinite += N - hn::CountTrue(d, fin);
+              vlo = hn::IfThenElse(fin, v, pinf);
+              vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+            }
+          }
+        }
+        if (kMinMax) {
+          vmin = hn::Min(vmin, vlo);
+          vmax = hn::Max(vmax, vhi);
         }
       }
       for (std::size_t j = 0; j < kHistBlock; j += 4) {
@@ -405,11 +422,22 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
 }
 
 inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V vmin = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmax = hn::Neg(vmin);
+  std::size_t nonfinite = 0;
   HistogramResult r;
   std::size_t done = 0;
   // The sub-histograms pay for zeroing and flushing 2 * (bins + 2) counters per chunk.
-  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock)
-    done = a.absolute ? HistogramBlocks<true>(a, r) : HistogramBlocks<false>(a, r);
+  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    if (a.minmax != nullptr)
+      done = HistogramBlocks<false, true>(a, r, vmin, vmax, &nonfinite);
+    else if (a.absolute)
+      done = HistogramBlocks<true, false>(a, r, vmin, vmax, &nonfinite);
+    else
+      done = HistogramBlocks<false, false>(a, r, vmin, vmax, &nonfinite);
+  }
   if (done < a.n) {
     HistogramArgs t = a;
     t.x = a.x + done;
@@ -418,6 +446,27 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     r.below += rt.below;
     r.above += rt.above;
     r.nan += rt.nan;
+  }
+  if (a.minmax != nullptr) {
+    MinMaxResult& m = *a.minmax;
+    m = MinMaxResult{};
+    // See MinMax: reduce only when a vector saw a finite value.
+    if (done > nonfinite) {
+      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    }
+    m.nonfinite = nonfinite;
+    if (done < a.n) {
+      const MinMaxResult t = MinMax(a.x + done, a.n - done);
+      if (t.finite != 0) {
+        if (t.min < m.min) m.min = t.min;
+        if (t.max > m.max) m.max = t.max;
+      }
+      m.nonfinite += t.nonfinite;
+    }
+    m.finite = a.n - m.nonfinite;
+    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
+    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
 }
