@@ -16,6 +16,7 @@
 #include <limits>
 #include <vector>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 #include "quantkit/simd/abi.hpp"
@@ -70,6 +71,15 @@ HWY_INLINE void MinMaxFiltered(D d, const float* x, std::size_t n, hn::Vec<D>& v
 // sign of a zero result is decided afterwards by FirstZero, so this equals the sequential loop.
 constexpr std::size_t kMinMaxBlock = 64;  // vectors per block (multiple of 4)
 
+// Software prefetch of the cache lines `ahead` bytes past p (through an integer: the address
+// may lie past the end of the array; prefetching it does not fault). Every 64-byte line of
+// `bytes` bytes. Streaming from DRAM, min/max reaches memchr's bandwidth only with it.
+constexpr std::size_t kPrefetchAhead = 2048;
+HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
+  for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
+}
+
 inline MinMaxResult MinMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -86,7 +96,9 @@ inline MinMaxResult MinMax(const float* x, std::size_t n) {
       mn3 = hn::LoadU(d, p + 3 * N);
     V mx0 = mn0, mx1 = mn1, mx2 = mn2, mx3 = mn3;
     V s0 = mn0, s1 = mn1, s2 = mn2, s3 = mn3;
+    PrefetchAhead(p, 4 * N * sizeof(float));
     for (std::size_t j = 4 * N; j < block; j += 4 * N) {
+      PrefetchAhead(p + j, 4 * N * sizeof(float));
       const V v0 = hn::LoadU(d, p + j);
       const V v1 = hn::LoadU(d, p + j + N);
       const V v2 = hn::LoadU(d, p + j + 2 * N);
@@ -361,60 +373,76 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
   std::vector<std::uint16_t> sub(2 * stride, 0);
   std::uint16_t* const h0 = sub.data();
   std::uint16_t* const h1 = sub.data() + stride;
-  HWY_ALIGN std::uint16_t idx[kHistBlock];
+  // Two index buffers: the increments of block i (from `cur`) are interleaved with the
+  // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
+  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
+  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
+  std::uint16_t* cur = idx_a;
+  std::uint16_t* nxt = idx_b;
   const std::size_t end = a.n - a.n % kHistBlock;
   auto flush = [&]() {
     for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
     a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
     std::fill(sub.begin(), sub.end(), std::uint16_t{0});
   };
+  // Indices of the N values at p into out.
+  auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+    V v = hn::LoadU(d, p);
+    if (kAbsolute) v = hn::Abs(v);
+    const auto inside = hn::And(hn::Ge(v, lo), hn::Le(v, hi));  // false for NaN
+    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
+    // pos is in [0, bins] where inside; other lanes' conversions are discarded
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // one masked truncating conversion (ConvertTo adds an overflow fix-up) and vpmovdw
+    const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bin));
+#else
+    const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
+    hn::Store(hn::DemoteTo(d16, bin), d16, out);
+#endif
+    V vlo = v, vhi = v;  // what the min/max see
+    if (!hn::AllTrue(d, inside)) {
+      r.below += hn::CountTrue(d, hn::Lt(v, lo));
+      r.above += hn::CountTrue(d, hn::Gt(v, hi));
+      r.nan += hn::CountTrue(d, hn::IsNaN(v));
+      if (kMinMax) {
+        const auto fin = hn::Lt(hn::Abs(v), pinf);
+        if (!hn::AllTrue(d, fin)) {
+          *nonfinite += N - hn::CountTrue(d, fin);
+          vlo = hn::IfThenElse(fin, v, pinf);
+          vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+        }
+      }
+    }
+    if (kMinMax) {
+      vmin = hn::Min(vmin, vlo);
+      vmax = hn::Max(vmax, vhi);
+    }
+  };
+  // Groups of G values: whole vectors and whole 4-index words.
+  const std::size_t G = N < 4 ? 4 : N;
   for (std::size_t c = 0; c < end; c += kHistChunk) {
     const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
+    for (std::size_t j = 0; j < kHistBlock; j += N) indices(a.x + c + j, cur + j);
     for (std::size_t i = c; i < chunk_end; i += kHistBlock) {
-      const float* p = a.x + i;
-      for (std::size_t j = 0; j < kHistBlock; j += N) {
-        V v = hn::LoadU(d, p + j);
-        if (kAbsolute) v = hn::Abs(v);
-        const auto inside = hn::And(hn::Ge(v, lo), hn::Le(v, hi));  // false for NaN
-        const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
-        // pos is in [0, bins] where inside; other lanes' conversions are discarded
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-        // one masked truncating conversion (ConvertTo adds an overflow fix-up) and vpmovdw
-        const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(idx + j), _mm512_cvtepi32_epi16(bin));
-#else
-        const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
-        hn::Store(hn::DemoteTo(d16, bin), d16, idx + j);
-#endif
-        V vlo = v, vhi = v;  // what the min/max see
-        if (!hn::AllTrue(d, inside)) {
-          r.below += hn::CountTrue(d, hn::Lt(v, lo));
-          r.above += hn::CountTrue(d, hn::Gt(v, hi));
-          r.nan += hn::CountTrue(d, hn::IsNaN(v));
-          if (kMinMax) {
-            const auto fin = hn::Lt(hn::Abs(v), pinf);
-            if (!hn::AllTrue(d, fin)) {
-              *nonfinite += N - hn::CountTrue(d, fin);
-              vlo = hn::IfThenElse(fin, v, pinf);
-              vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
-            }
-          }
+      const float* next = i + kHistBlock < chunk_end ? a.x + i + kHistBlock : nullptr;
+      for (std::size_t j = 0; j < kHistBlock; j += G) {
+        if (next != nullptr) {
+          PrefetchAhead(next + j, G * sizeof(float));
+          for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
         }
-        if (kMinMax) {
-          vmin = hn::Min(vmin, vlo);
-          vmax = hn::Max(vmax, vhi);
+        for (std::size_t q = j; q < j + G; q += 4) {
+          std::uint64_t w;  // four indices in one load
+          std::memcpy(&w, cur + q, sizeof(w));
+          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
+          ++h1[static_cast<std::uint16_t>(w >> 16)];
+          ++h0[static_cast<std::uint16_t>(w >> 32)];
+          ++h1[static_cast<std::uint16_t>(w >> 48)];
         }
       }
-      for (std::size_t j = 0; j < kHistBlock; j += 4) {
-        std::uint64_t w;  // four indices in one load
-        std::memcpy(&w, idx + j, sizeof(w));
-        const auto i0 = static_cast<std::uint16_t>(w), i1 = static_cast<std::uint16_t>(w >> 16),
-                   i2 = static_cast<std::uint16_t>(w >> 32), i3 = static_cast<std::uint16_t>(w >> 48);
-        ++h0[i0];  // (either byte order: two of every four values per copy)
-        ++h1[i1];
-        ++h0[i2];
-        ++h1[i3];
-      }
+      std::uint16_t* t = cur;
+      cur = nxt;
+      nxt = t;
     }
     flush();
   }
