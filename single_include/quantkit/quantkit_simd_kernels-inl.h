@@ -1932,10 +1932,10 @@ HWY_INLINE void MinMaxFiltered(D d, const float* x, std::size_t n, hn::Vec<D>& v
 // sign of a zero result is decided afterwards by FirstZero, so this equals the sequential loop.
 constexpr std::size_t kMinMaxBlock = 64;  // vectors per block (multiple of 4)
 
-// Software prefetch of the cache lines `ahead` bytes past p (through an integer: the address
+// Software prefetch of the cache lines kPrefetchAhead bytes past p (through an integer: the address
 // may lie past the end of the array; prefetching it does not fault). Every 64-byte line of
 // `bytes` bytes. Streaming from DRAM, min/max reaches memchr's bandwidth only with it.
-constexpr std::size_t kPrefetchAhead = 2048;
+constexpr std::size_t kPrefetchAhead = 4096;
 HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
   const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
   for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
