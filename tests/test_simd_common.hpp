@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -645,6 +646,203 @@ inline void check_histogram(const qks::Kernels* k) {
         CHECK(gr.nan == wr.nan);
       }
     }
+  }
+}
+
+// The scalar histogram the kernels must equal (counts accumulate onto `counts`).
+inline qks::HistogramResult reference_histogram(const float* x, std::size_t n, float lo, float hi,
+                                                std::size_t bins, std::uint64_t* counts, bool absolute) {
+  qks::HistogramResult r;
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = absolute ? std::fabs(x[i]) : x[i];
+    if (std::isnan(v)) {
+      ++r.nan;
+    } else if (v < lo) {
+      ++r.below;
+    } else if (v > hi) {
+      ++r.above;
+    } else {
+      auto b = static_cast<std::size_t>(((v - lo) * static_cast<float>(bins)) / (hi - lo));
+      if (b > bins - 1) b = bins - 1;
+      ++counts[b];
+    }
+  }
+  return r;
+}
+
+// The blocked histogram path (index blocks of 512, two uint16 sub-histograms flushed every
+// 65536 values, a slot for quotients equal to `bins` and a trash slot) against the scalar
+// loop: lengths around the block, the 8 * bins threshold and the chunk, unaligned starts,
+// values on and next to every bin edge, NaN/+-Inf, hi itself, more than 65535 values in one
+// bin, bins at the uint16 index limit.
+inline void check_histogram_blocked(const qks::Kernels* k) {
+  std::mt19937 rng(2024);
+  auto run = [&](const std::vector<float>& buf, std::size_t offset, std::size_t n, float lo, float hi,
+                 std::size_t bins, bool absolute) {
+    std::vector<std::uint64_t> want(bins, 7), got(bins, 7);
+    const qks::HistogramResult wr = reference_histogram(buf.data() + offset, n, lo, hi, bins, want.data(), absolute);
+    const qks::HistogramResult gr = qks::histogram(buf.data() + offset, n, lo, hi, bins, got.data(), absolute, k);
+    CAPTURE(n);
+    CAPTURE(offset);
+    CAPTURE(bins);
+    CAPTURE(absolute);
+    CAPTURE(lo);
+    CAPTURE(hi);
+    CHECK(got == want);
+    CHECK(gr.below == wr.below);
+    CHECK(gr.above == wr.above);
+    CHECK(gr.nan == wr.nan);
+    if (absolute) return;
+    // the same counts and minmax()'s result from the fused pass
+    std::vector<std::uint64_t> got2(bins, 7);
+    qks::MinMaxResult mm;
+    mm.min = 123.0f;  // overwritten
+    const qks::HistogramResult gr2 =
+        qks::histogram_minmax(buf.data() + offset, n, lo, hi, bins, got2.data(), &mm, k);
+    const qks::MinMaxResult want_mm = qks::minmax(buf.data() + offset, n, k);
+    qk::Range seq;  // the sequential std::min/std::max over the finite values
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::isfinite(buf[offset + i])) seq.include(buf[offset + i]);
+    CHECK(got2 == want);
+    CHECK(gr2.below == wr.below);
+    CHECK(gr2.above == wr.above);
+    CHECK(gr2.nan == wr.nan);
+    CHECK(bits_of(mm.min) == bits_of(seq.min));
+    CHECK(bits_of(mm.max) == bits_of(seq.max));
+    CHECK(bits_of(want_mm.min) == bits_of(seq.min));
+    CHECK(mm.nonfinite == want_mm.nonfinite);
+    CHECK(mm.finite == want_mm.finite);
+  };
+  // edges: v = lo + j * (hi - lo) / bins and its float neighbours, for every j
+  for (std::size_t bins : {std::size_t{3}, std::size_t{100}, std::size_t{2048}}) {
+    for (const auto& range : {std::pair<float, float>{-7.5f, 6.0f}, std::pair<float, float>{0.1f, 0.7f},
+                              std::pair<float, float>{-1e-3f, 3e4f}}) {
+      const float lo = range.first, hi = range.second;
+      std::vector<float> edges;
+      for (std::size_t j = 0; j <= bins; ++j) {
+        const float e = lo + static_cast<float>(j) * ((hi - lo) / static_cast<float>(bins));
+        const float e2 = lo + static_cast<float>(static_cast<double>(j) * (static_cast<double>(hi) - lo) /
+                                                 static_cast<double>(bins));
+        for (float v : {e, e2}) {
+          edges.push_back(v);
+          edges.push_back(std::nextafter(v, -kInf));
+          edges.push_back(std::nextafter(v, kInf));
+        }
+      }
+      edges.push_back(lo);
+      edges.push_back(hi);
+      edges.push_back(std::nextafter(lo, -kInf));
+      edges.push_back(std::nextafter(hi, kInf));
+      edges.push_back(std::numeric_limits<float>::quiet_NaN());
+      edges.push_back(kInf);
+      edges.push_back(-kInf);
+      // repeat (shuffled) past 8 * bins and a few blocks, plus a tail
+      std::vector<float> buf;
+      while (buf.size() < 8 * bins + 3 * 512 + 37) {
+        std::shuffle(edges.begin(), edges.end(), rng);
+        buf.insert(buf.end(), edges.begin(), edges.end());
+      }
+      buf.push_back(0.0f);
+      run(buf, 1, buf.size() - 1, lo, hi, bins, false);
+      run(buf, 0, buf.size(), lo, hi, bins, false);
+      if (lo <= 0.0f) run(buf, 0, buf.size(), 0.0f, hi, bins, true);
+    }
+  }
+  // lengths around the block / threshold / chunk, random data with non-finite values
+  const std::size_t bins = 64;
+  const std::vector<float> data = reduction_inputs(3 * 65536 + 600, 99, true, false);
+  for (std::size_t n : {std::size_t{511}, std::size_t{512}, std::size_t{513}, std::size_t{1023},
+                        std::size_t{1024}, std::size_t{1025}, std::size_t{65535}, std::size_t{65536},
+                        std::size_t{65537}, std::size_t{2 * 65536 + 511}, std::size_t{3 * 65536 + 513}})
+    for (std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
+      for (bool absolute : {false, true}) run(data, offset, n, absolute ? 0.0f : -5.0f, 5.0f, bins, absolute);
+  // more than 65535 values of one bin per flush (uint16 counters), and all at hi (slot `bins`)
+  for (float value : {0.25f, 1.0f, -3.0f}) {
+    const std::vector<float> same(3 * 65536 + 5, value);
+    run(same, 0, same.size(), -1.0f, 1.0f, 16, false);
+    run(same, 1, same.size() - 1, -1.0f, 1.0f, 2048, true);
+  }
+  // zeros of both signs as the min or max (the fused min/max fixes the sign like minmax())
+  {
+    std::vector<float> z(5000);
+    std::uniform_real_distribution<float> u(0.0f, 1.0f);
+    for (auto& v : z) v = u(rng);
+    for (std::size_t i = 0; i < z.size(); i += 97) z[i] = (i / 97) % 2 ? 0.0f : -0.0f;
+    run(z, 0, z.size(), -1.0f, 1.0f, 32, false);
+    run(z, 3, z.size() - 3, -1.0f, 1.0f, 32, false);
+    for (auto& v : z) v = -v;
+    run(z, 0, z.size(), -1.0f, 1.0f, 32, false);
+    z[4999] = std::numeric_limits<float>::quiet_NaN();
+    z[700] = kInf;
+    run(z, 1, z.size() - 1, -1.0f, 1.0f, 32, false);
+    std::vector<float> nan(4000, std::numeric_limits<float>::quiet_NaN());
+    run(nan, 0, nan.size(), -1.0f, 1.0f, 32, false);
+  }
+  // bins at the limit of the blocked path (bins + 2 <= 65536) and past it
+  for (std::size_t b : {std::size_t{65534}, std::size_t{65535}}) {
+    std::vector<float> big(8 * b + 100);
+    std::uniform_real_distribution<float> u(-1.1f, 1.1f);
+    for (auto& v : big) v = u(rng);
+    run(big, 0, big.size(), -1.0f, 1.0f, b, false);
+  }
+}
+
+// The blocked min/max (blocks of 64 vectors on raw values, a block with NaN/Inf or an
+// overflowing sum scanned again with the finite filter) against the sequential loop.
+inline void check_minmax_blocked(const qks::Kernels* k) {
+  std::mt19937 rng(7);
+  auto check = [&](const std::vector<float>& buf, std::size_t offset, std::size_t n) {
+    qk::Range want;
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float v = buf[offset + i];
+      if (!std::isfinite(v)) {
+        ++bad;
+        continue;
+      }
+      want.include(v);
+    }
+    const qks::MinMaxResult got = qks::minmax(buf.data() + offset, n, k);
+    CAPTURE(n);
+    CAPTURE(offset);
+    CHECK(bits_of(got.min) == bits_of(want.min));
+    CHECK(bits_of(got.max) == bits_of(want.max));
+    CHECK(got.nonfinite == bad);
+    CHECK(got.finite == n - bad);
+  };
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  for (std::size_t n : {std::size_t{63}, std::size_t{64}, std::size_t{65}, std::size_t{255}, std::size_t{256},
+                        std::size_t{257}, std::size_t{511}, std::size_t{512}, std::size_t{513}, std::size_t{1023},
+                        std::size_t{1024}, std::size_t{1025}, std::size_t{4095}, std::size_t{4096},
+                        std::size_t{4097}, std::size_t{10000}}) {
+    std::vector<float> buf(n + 3);
+    for (auto& v : buf) v = nd(rng);
+    for (std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) check(buf, offset, n);
+    // one special value at a time, at the start / middle / end of the run
+    for (float special : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(), kInf,
+                          -kInf, 3e38f, -3e38f, std::numeric_limits<float>::max()}) {
+      for (std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+        std::vector<float> b2 = buf;
+        b2[1 + at] = special;
+        check(b2, 1, n);
+      }
+    }
+    // finite values whose block sums overflow (the slow path without any non-finite value)
+    std::vector<float> huge(n);
+    for (std::size_t i = 0; i < n; ++i) huge[i] = (i % 3 == 0 ? -3e38f : 3.2e38f) * (1.0f - 1e-7f * static_cast<float>(i % 11));
+    check(huge, 0, n);
+    // zeros of both signs, in different blocks
+    std::vector<float> z(n, 0.0f);
+    for (std::size_t i = 0; i < n; ++i) z[i] = (rng() & 1) ? 0.0f : -0.0f;
+    check(z, 0, n);
+    z[n - 1] = 1.0f;
+    check(z, 0, n);
+    z[n / 2] = std::numeric_limits<float>::quiet_NaN();
+    check(z, 0, n);
+    // nothing finite
+    std::vector<float> nan(n, std::numeric_limits<float>::quiet_NaN());
+    nan[n / 3] = -kInf;
+    check(nan, 0, n);
   }
 }
 

@@ -179,6 +179,8 @@ TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lo
     simd_test::check_minmax_per_param(&k);
     simd_test::check_histogram(&k);
     simd_test::check_lookup_bytes(&k);
+    simd_test::check_histogram_blocked(&k);
+    simd_test::check_minmax_blocked(&k);
   });
 }
 
@@ -356,6 +358,92 @@ TEST_CASE("simd: Quantizer routes quantize/dequantize/fake_quantize/quantize_pac
       qk::ref::pack(values.data(), values.size(), 4, want.data(), want.size());
       const std::vector<std::uint8_t> got = q4.quantize_packed(wv);
       QK_CHECK_SAME(got, want, want);
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// HistogramObserver's one-pass observe (histogram and min/max of a batch in one SIMD pass,
+// binned with the settled range's bounds, re-binned when the batch moves them) against the
+// plain loops (batch_stats, then histc), on every target: state bit for bit, the same errors.
+TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on every target") {
+  using simd_test::bits_of;
+  using simd_test::kInf;
+  std::mt19937 rng(11);
+  auto normal = [&](std::size_t n, float sd) {
+    std::normal_distribution<float> nd(0.0f, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+  };
+  std::vector<std::vector<float>> batches;
+  batches.push_back(normal(100003, 1.0f));  // first: init
+  batches.push_back(normal(100003, 0.8f));  // inside: one pass
+  batches.push_back(normal(4096, 0.5f));
+  batches.push_back(normal(70, 0.5f));      // short
+  batches.push_back(normal(63, 0.5f));      // below the SIMD threshold
+  batches.push_back(normal(65536, 2.0f));   // grows: binned again
+  {
+    auto b = normal(20000, 0.7f);
+    b[5] = std::numeric_limits<float>::quiet_NaN();
+    b[19999] = -kInf;
+    batches.push_back(b);                   // non-finite values
+  }
+  batches.push_back(std::vector<float>(5000, std::numeric_limits<float>::quiet_NaN()));  // nothing finite
+  batches.push_back(std::vector<float>(3000, 0.25f));  // one value inside
+  batches.push_back(normal(30000, 1.9f));   // at most the range
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    hwy::SetSupportedTargetsForTest(k->target);
+    REQUIRE(std::string(qks::active_kernels().name) == k->name);
+    for (bool torch113 : {false, true}) {
+      for (auto nf : {qk::NonFiniteKind::ignore, qk::NonFiniteKind::reject}) {
+        CAPTURE(k->name);
+        CAPTURE(torch113);
+        CAPTURE(static_cast<int>(nf));
+        qk::HistogramOptions o;
+        o.torch_1_13 = torch113;
+        qk::ObserverConfig c;
+        c.name = "x";
+        c.nonfinite = nf;
+        qk::HistogramObserver fused(c, o), plain(c, o);
+        for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+          std::vector<float> b = batches[bi];
+          if (bi == batches.size() - 1 && fused.state().at(0).observed()) {
+            // values exactly at the settled range's ends
+            b[0] = fused.state()[0].min;
+            b[1] = fused.state()[0].max;
+          }
+          const qk::View<const float> v(b.data(), qk::Dims{static_cast<std::int64_t>(b.size())}, "x");
+          CAPTURE(bi);
+          std::string e1, e2;
+          qk::detail::kernels::plain_reductions_only() = false;
+          try {
+            fused.observe(v);
+          } catch (const qk::Error& e) {
+            e1 = e.what();
+          }
+          qk::detail::kernels::plain_reductions_only() = true;
+          try {
+            plain.observe(v);
+          } catch (const qk::Error& e) {
+            e2 = e.what();
+          }
+          qk::detail::kernels::plain_reductions_only() = false;
+          CHECK(e1 == e2);
+          const auto& s1 = fused.state();
+          const auto& s2 = plain.state();
+          REQUIRE(s1.size() == s2.size());
+          for (std::size_t i = 0; i < s1.size(); ++i) {
+            CHECK(bits_of(s1[i].min) == bits_of(s2[i].min));
+            CHECK(bits_of(s1[i].max) == bits_of(s2[i].max));
+            REQUIRE(s1[i].histogram.size() == s2[i].histogram.size());
+            bool same = true;
+            for (std::size_t j = 0; j < s1[i].histogram.size(); ++j)
+              same = same && bits_of(s1[i].histogram[j]) == bits_of(s2[i].histogram[j]);
+            CHECK(same);
+          }
+        }
+      }
     }
   }
   hwy::SetSupportedTargetsForTest(0);

@@ -1787,6 +1787,9 @@ struct HistogramArgs {
   std::size_t bins = 0;
   bool absolute = false;
   std::uint64_t* counts = nullptr;
+  // When set (absolute must be false): also the min/max of x's finite values and the count of
+  // non-finite ones, exactly as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct HistogramResult {
@@ -3574,7 +3577,9 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 
@@ -3602,51 +3607,97 @@ HWY_INLINE float FirstZero(const float* x, std::size_t n) {
   return 0.0f;
 }
 
+// Min/max of the finite values of x[0..n), non-finite ones counted: one vector at a time with
+// the finite filter. Returns the vector part's running accumulators through min/max (+-inf when
+// nothing finite) and adds the count of non-finite values to *bad.
+template <class D>
+HWY_INLINE void MinMaxFiltered(D d, const float* x, std::size_t n, hn::Vec<D>& vmin,
+                               hn::Vec<D>& vmax, std::size_t* bad) {
+  const std::size_t N = hn::Lanes(d);
+  const auto pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const auto ninf = hn::Neg(pinf);
+  for (std::size_t i = 0; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    const auto f = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-inf
+    vmin = hn::Min(vmin, hn::IfThenElse(f, v, pinf));
+    vmax = hn::Max(vmax, hn::IfThenElse(f, v, ninf));
+    if (!hn::AllTrue(d, f)) *bad += N - hn::CountTrue(d, f);
+  }
+}
+
+// Blocks of kMinMaxBlock vectors run on raw values (4 min and 4 max accumulators, no filter)
+// and a running sum per accumulator that becomes NaN or +-inf when the block holds a NaN or an
+// infinity (or when finite values overflow it); only such blocks are scanned again with the
+// finite filter. The min/max of a set of finite values does not depend on the order, and the
+// sign of a zero result is decided afterwards by FirstZero, so this equals the sequential loop.
+constexpr std::size_t kMinMaxBlock = 64;  // vectors per block (multiple of 4)
+
+// Software prefetch of the cache lines kPrefetchAhead bytes past p (through an integer: the address
+// may lie past the end of the array; prefetching it does not fault). Every 64-byte line of
+// `bytes` bytes. Streaming from DRAM, min/max reaches memchr's bandwidth only with it.
+constexpr std::size_t kPrefetchAhead = 4096;
+HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
+  for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
+}
+
 inline MinMaxResult MinMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
-  const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
-  using VI = hn::Vec<decltype(di)>;
   const std::size_t N = hn::Lanes(d);
   const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   const V ninf = hn::Neg(pinf);
-  V min0 = pinf, min1 = pinf, max0 = ninf, max1 = ninf;
+  V gmin = pinf, gmax = ninf;  // over the vector part, finite values only
   MinMaxResult r;
+  const std::size_t block = kMinMaxBlock * N;
   std::size_t i = 0;
-  // Non-finite counts per lane in int32, flushed every block of at most 2^30 vectors.
-  while (i + N <= n) {
-    VI bad = hn::Zero(di);
-    const std::size_t block_end = (n - i) / N > (std::size_t{1} << 30)
-                                      ? i + (std::size_t{1} << 30) * N
-                                      : i + ((n - i) / N) * N;
-    for (; i + 2 * N <= block_end; i += 2 * N) {
-      const V v0 = hn::LoadU(d, x + i);
-      const V v1 = hn::LoadU(d, x + i + N);
-      const auto f0 = hn::Lt(hn::Abs(v0), pinf);  // false for NaN and +-inf
-      const auto f1 = hn::Lt(hn::Abs(v1), pinf);
-      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
-      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
-      min1 = hn::Min(min1, hn::IfThenElse(f1, v1, pinf));
-      max1 = hn::Max(max1, hn::IfThenElse(f1, v1, ninf));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f1))));
+  for (; i + block <= n; i += block) {
+    const float* p = x + i;
+    V mn0 = hn::LoadU(d, p), mn1 = hn::LoadU(d, p + N), mn2 = hn::LoadU(d, p + 2 * N),
+      mn3 = hn::LoadU(d, p + 3 * N);
+    V mx0 = mn0, mx1 = mn1, mx2 = mn2, mx3 = mn3;
+    V s0 = mn0, s1 = mn1, s2 = mn2, s3 = mn3;
+    PrefetchAhead(p, 4 * N * sizeof(float));
+    for (std::size_t j = 4 * N; j < block; j += 4 * N) {
+      PrefetchAhead(p + j, 4 * N * sizeof(float));
+      const V v0 = hn::LoadU(d, p + j);
+      const V v1 = hn::LoadU(d, p + j + N);
+      const V v2 = hn::LoadU(d, p + j + 2 * N);
+      const V v3 = hn::LoadU(d, p + j + 3 * N);
+      mn0 = hn::Min(mn0, v0);
+      mx0 = hn::Max(mx0, v0);
+      s0 = hn::Add(s0, v0);
+      mn1 = hn::Min(mn1, v1);
+      mx1 = hn::Max(mx1, v1);
+      s1 = hn::Add(s1, v1);
+      mn2 = hn::Min(mn2, v2);
+      mx2 = hn::Max(mx2, v2);
+      s2 = hn::Add(s2, v2);
+      mn3 = hn::Min(mn3, v3);
+      mx3 = hn::Max(mx3, v3);
+      s3 = hn::Add(s3, v3);
     }
-    for (; i + N <= block_end; i += N) {
-      const V v0 = hn::LoadU(d, x + i);
-      const auto f0 = hn::Lt(hn::Abs(v0), pinf);
-      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
-      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+    // s0..s3 are all finite only if every value was (a NaN stays NaN, an infinity stays
+    // infinite or becomes NaN); finite sums that overflow just take the slow path.
+    const auto clean = hn::And(hn::And(hn::Lt(hn::Abs(s0), pinf), hn::Lt(hn::Abs(s1), pinf)),
+                               hn::And(hn::Lt(hn::Abs(s2), pinf), hn::Lt(hn::Abs(s3), pinf)));
+    if (HWY_LIKELY(hn::AllTrue(d, clean))) {
+      gmin = hn::Min(gmin, hn::Min(hn::Min(mn0, mn1), hn::Min(mn2, mn3)));
+      gmax = hn::Max(gmax, hn::Max(hn::Max(mx0, mx1), hn::Max(mx2, mx3)));
+    } else {
+      MinMaxFiltered(d, p, block, gmin, gmax, &r.nonfinite);
     }
-    HWY_ALIGN std::int32_t lanes[kMaxLanes<std::int32_t>];
-    hn::Store(bad, di, lanes);
-    for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
+  }
+  {
+    const std::size_t vec_end = i + ((n - i) / N) * N;
+    MinMaxFiltered(d, x + i, vec_end - i, gmin, gmax, &r.nonfinite);
+    i = vec_end;
   }
   // Only reduce when a vector saw a finite value: Highway 1.0.3's EMU128 MinOfLanes/MaxOfLanes
   // start from HighestValue/LowestValue (+-FLT_MAX), which would replace the +-inf identities.
   if (i > r.nonfinite) {
-    r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
-    r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+    r.min = hn::GetLane(hn::MinOfLanes(d, gmin));
+    r.max = hn::GetLane(hn::MaxOfLanes(d, gmax));
   }
   for (; i < n; ++i) {
     const float v = x[i];
@@ -3797,7 +3848,8 @@ inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
 
 // ------------------------------ Histogram
 
-inline HistogramResult Histogram(const HistogramArgs& a) {
+// One vector at a time straight into the uint64 counts (small inputs, many bins, the tail).
+inline HistogramResult HistogramDirect(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
@@ -3846,6 +3898,164 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
       if (b > a.bins - 1) b = a.bins - 1;
       ++a.counts[b];
     }
+  }
+  return r;
+}
+
+// Large inputs: bin indices of a block of kHistBlock values computed on vectors (no per-lane
+// branch: values outside [lo, hi] and NaN go to a trash slot), then the increments from the
+// index buffer into two interleaved uint16 sub-histograms (alternate values of the block go to
+// alternate copies, so runs of one bin do not chain through one counter), flushed into the
+// uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter). Each copy
+// has bins + 2 slots: [0, bins) the bins, `bins` the values whose quotient is exactly `bins`
+// (v == hi, or rounding up to it: the last bin, as the clamp does), bins + 1 the trash.
+// The index of an inside value is computed with the same float operations as HistogramDirect:
+// int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi), so every value lands in the same bin.
+constexpr std::size_t kHistBlock = 512;
+constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
+
+// kMinMax: also the running min/max of the finite values (raw values while a vector is all
+// inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
+// vmin/vmax and the count of non-finite values into *nonfinite.
+template <bool kAbsolute, bool kMinMax, class V>
+HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
+                                       std::size_t* nonfinite) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<std::uint16_t, decltype(di)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const V lo = hn::Set(d, a.lo);
+  const V hi = hn::Set(d, a.hi);
+  const V bins = hn::Set(d, static_cast<float>(a.bins));
+  const V width = hn::Set(d, a.hi - a.lo);
+  const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const std::size_t stride = a.bins + 2;
+  std::vector<std::uint16_t> sub(2 * stride, 0);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = sub.data() + stride;
+  // Two index buffers: the increments of block i (from `cur`) are interleaved with the
+  // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
+  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
+  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
+  std::uint16_t* cur = idx_a;
+  std::uint16_t* nxt = idx_b;
+  const std::size_t end = a.n - a.n % kHistBlock;
+  auto flush = [&]() {
+    for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
+    a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
+    std::fill(sub.begin(), sub.end(), std::uint16_t{0});
+  };
+  // Indices of the N values at p into out.
+  auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+    V v = hn::LoadU(d, p);
+    if (kAbsolute) v = hn::Abs(v);
+    const auto inside = hn::And(hn::Ge(v, lo), hn::Le(v, hi));  // false for NaN
+    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
+    // pos is in [0, bins] where inside; other lanes' conversions are discarded
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // one masked truncating conversion (ConvertTo adds an overflow fix-up) and vpmovdw
+    const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bin));
+#else
+    const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
+    hn::Store(hn::DemoteTo(d16, bin), d16, out);
+#endif
+    V vlo = v, vhi = v;  // what the min/max see
+    if (!hn::AllTrue(d, inside)) {
+      r.below += hn::CountTrue(d, hn::Lt(v, lo));
+      r.above += hn::CountTrue(d, hn::Gt(v, hi));
+      r.nan += hn::CountTrue(d, hn::IsNaN(v));
+      if (kMinMax) {
+        const auto fin = hn::Lt(hn::Abs(v), pinf);
+        if (!hn::AllTrue(d, fin)) {
+          *nonfinite += N - hn::CountTrue(d, fin);
+          vlo = hn::IfThenElse(fin, v, pinf);
+          vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+        }
+      }
+    }
+    if (kMinMax) {
+      vmin = hn::Min(vmin, vlo);
+      vmax = hn::Max(vmax, vhi);
+    }
+  };
+  // Groups of G values: whole vectors and whole 4-index words.
+  const std::size_t G = N < 4 ? 4 : N;
+  for (std::size_t c = 0; c < end; c += kHistChunk) {
+    const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
+    for (std::size_t j = 0; j < kHistBlock; j += N) indices(a.x + c + j, cur + j);
+    for (std::size_t i = c; i < chunk_end; i += kHistBlock) {
+      const float* next = i + kHistBlock < chunk_end ? a.x + i + kHistBlock : nullptr;
+      for (std::size_t j = 0; j < kHistBlock; j += G) {
+        if (next != nullptr) {
+          PrefetchAhead(next + j, G * sizeof(float));
+          for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
+        }
+        for (std::size_t q = j; q < j + G; q += 4) {
+          std::uint64_t w;  // four indices in one load
+          std::memcpy(&w, cur + q, sizeof(w));
+          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
+          ++h1[static_cast<std::uint16_t>(w >> 16)];
+          ++h0[static_cast<std::uint16_t>(w >> 32)];
+          ++h1[static_cast<std::uint16_t>(w >> 48)];
+        }
+      }
+      std::uint16_t* t = cur;
+      cur = nxt;
+      nxt = t;
+    }
+    flush();
+  }
+  return end;
+}
+
+inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V vmin = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmax = hn::Neg(vmin);
+  std::size_t nonfinite = 0;
+  HistogramResult r;
+  std::size_t done = 0;
+  // The sub-histograms pay for zeroing and flushing 2 * (bins + 2) counters per chunk.
+  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    if (a.minmax != nullptr)
+      done = HistogramBlocks<false, true>(a, r, vmin, vmax, &nonfinite);
+    else if (a.absolute)
+      done = HistogramBlocks<true, false>(a, r, vmin, vmax, &nonfinite);
+    else
+      done = HistogramBlocks<false, false>(a, r, vmin, vmax, &nonfinite);
+  }
+  if (done < a.n) {
+    HistogramArgs t = a;
+    t.x = a.x + done;
+    t.n = a.n - done;
+    const HistogramResult rt = HistogramDirect(t);
+    r.below += rt.below;
+    r.above += rt.above;
+    r.nan += rt.nan;
+  }
+  if (a.minmax != nullptr) {
+    MinMaxResult& m = *a.minmax;
+    m = MinMaxResult{};
+    // See MinMax: reduce only when a vector saw a finite value.
+    if (done > nonfinite) {
+      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    }
+    m.nonfinite = nonfinite;
+    if (done < a.n) {
+      const MinMaxResult t = MinMax(a.x + done, a.n - done);
+      if (t.finite != 0) {
+        if (t.min < m.min) m.min = t.min;
+        if (t.max > m.max) m.max = t.max;
+      }
+      m.nonfinite += t.nonfinite;
+    }
+    m.finite = a.n - m.nonfinite;
+    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
+    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
 }
@@ -5289,6 +5499,28 @@ HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::si
   return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
 }
 
+// histogram() and minmax() of the same x in one pass: the counts as histogram() adds them, and
+// into *mm what minmax(x, n) returns (min/max of the finite values, non-finite count).
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram_minmax: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram_minmax: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  if (mm == nullptr) quantkit::detail::fail("simd::histogram_minmax: null MinMaxResult");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -5379,6 +5611,11 @@ template <class T>
 HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
                           std::uint64_t* counts, bool absolute, const Kernels& kernels) {
   return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels& kernels) {
+  return histogram_minmax(x, n, lo, hi, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd
@@ -5662,12 +5899,11 @@ struct BatchStats {
   bool nonfinite = false;     // some value was skipped (only with NonFiniteKind::ignore)
 };
 
-// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
-// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
-// been modified when it does.
+// The slot count checks batch_stats starts with: at least one slot, and `expected_slots`
+// unless 0.
 template <class T, int R>
-BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
-                       const ObserverConfig& config, std::size_t expected_slots) {
+void expect_batch_layout(const View<const T, R>& v, const ParamLayout& layout,
+                         const ObserverConfig& config, std::size_t expected_slots) {
   const std::string& name = batch_name(v, config);
   if (layout.count() <= 0)
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has no ",
@@ -5676,6 +5912,16 @@ BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has ",
          layout.count(), " channels/blocks for ", config.granularity.to_string(),
          "; earlier batches had ", expected_slots);
+}
+
+// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
+// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
+// been modified when it does.
+template <class T, int R>
+BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
+                       const ObserverConfig& config, std::size_t expected_slots) {
+  expect_batch_layout(v, layout, config, expected_slots);
+  const std::string& name = batch_name(v, config);
   BatchStats s;
   s.ranges.assign(static_cast<std::size_t>(layout.count()), Range{});
   if constexpr (std::is_same_v<T, float>) {
@@ -6293,6 +6539,9 @@ class HistogramObserver {
     const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    if constexpr (std::is_same_v<T, float>) {
+      if (observe_in_one_pass(v, layout)) return;
+    }
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
     const std::size_t n = s.ranges.size();
     const auto bins = static_cast<std::size_t>(options_.bins);
@@ -6321,6 +6570,54 @@ class HistogramObserver {
     for (std::size_t i = 0; i < n; ++i)
       apply(slots_[i], plans[i], counts.data() + i * bins, points[i]);
   }
+
+ private:
+  // One settled per-tensor slot and a contiguous float batch: the batch is binned with the
+  // bounds it gets if it stays inside the slot's range, in the same SIMD pass that finds its
+  // min/max (simd::histogram_minmax). If the plan from the real min/max bins with other bounds
+  // (the range grows, or torch_1_13's integer bounds move), those counts are dropped and the
+  // batch is binned again as observe() always does; either way the result is the same as the
+  // two passes (batch_stats, then histc). Returns false when it does not apply.
+  template <int R>
+  bool observe_in_one_pass(const View<const float, R>& v, const ParamLayout& layout) {
+    if (!(slots_.size() == 1 && slots_[0].observed() && v.is_contiguous() &&
+          layout.kind() == GranularityKind::per_tensor && v.size() >= 64 &&
+          detail::kernels::simd_reductions()))
+      return false;
+    Slot& slot = slots_[0];
+    if (slot.min == slot.max) return false;
+    const Plan guess = plan(slot, Range{slot.min, slot.max});
+    if (guess.action != Action::add_same || !(guess.histc_lo < guess.histc_hi) ||
+        !std::isfinite(guess.histc_lo) || !std::isfinite(guess.histc_hi))
+      return false;
+    detail::expect_batch_layout(v, layout, config_, slots_.size());
+    const auto bins = static_cast<std::size_t>(options_.bins);
+    std::vector<std::uint64_t> counts(bins, 0u);
+    simd::MinMaxResult mm;
+    simd::histogram_minmax(v.data(), static_cast<std::size_t>(v.size()), guess.histc_lo, guess.histc_hi,
+                           bins, counts.data(), &mm);
+    if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
+      detail::fail_nonfinite(v, detail::batch_name(v, config_));
+    const Range batch = mm.finite != 0 ? Range{mm.min, mm.max} : Range{};
+    const Plan p = plan(slot, batch);
+    if (p.action == Action::skip) return true;
+    if (!(p.histc_lo == guess.histc_lo && p.histc_hi == guess.histc_hi)) {
+      std::fill(counts.begin(), counts.end(), std::uint64_t{0});
+      if (p.histc_lo == p.histc_hi) {  // (not reached from a settled slot; as observe() does)
+        std::uint64_t points = 0;
+        for (std::int64_t j = 0; j < v.size(); ++j)
+          if (std::isfinite(v.data()[j])) ++points;
+        apply(slot, p, counts.data(), points);
+        return true;
+      }
+      detail::kernels::histc(v.data(), v.size(), std::int64_t{1}, p.histc_lo, p.histc_hi, options_.bins,
+                             counts.data());
+    }
+    apply(slot, p, counts.data(), 0u);
+    return true;
+  }
+
+ public:
 
   // a.merge(b): as if b's data had come after a's (see the header comment for the bound).
   void merge(const HistogramObserver& other) {

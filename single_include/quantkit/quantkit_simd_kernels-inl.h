@@ -945,6 +945,9 @@ struct HistogramArgs {
   std::size_t bins = 0;
   bool absolute = false;
   std::uint64_t* counts = nullptr;
+  // When set (absolute must be false): also the min/max of x's finite values and the count of
+  // non-finite ones, exactly as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct HistogramResult {
@@ -2292,7 +2295,9 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <vector>
 
+#include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
 
@@ -2320,51 +2325,97 @@ HWY_INLINE float FirstZero(const float* x, std::size_t n) {
   return 0.0f;
 }
 
+// Min/max of the finite values of x[0..n), non-finite ones counted: one vector at a time with
+// the finite filter. Returns the vector part's running accumulators through min/max (+-inf when
+// nothing finite) and adds the count of non-finite values to *bad.
+template <class D>
+HWY_INLINE void MinMaxFiltered(D d, const float* x, std::size_t n, hn::Vec<D>& vmin,
+                               hn::Vec<D>& vmax, std::size_t* bad) {
+  const std::size_t N = hn::Lanes(d);
+  const auto pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const auto ninf = hn::Neg(pinf);
+  for (std::size_t i = 0; i + N <= n; i += N) {
+    const auto v = hn::LoadU(d, x + i);
+    const auto f = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-inf
+    vmin = hn::Min(vmin, hn::IfThenElse(f, v, pinf));
+    vmax = hn::Max(vmax, hn::IfThenElse(f, v, ninf));
+    if (!hn::AllTrue(d, f)) *bad += N - hn::CountTrue(d, f);
+  }
+}
+
+// Blocks of kMinMaxBlock vectors run on raw values (4 min and 4 max accumulators, no filter)
+// and a running sum per accumulator that becomes NaN or +-inf when the block holds a NaN or an
+// infinity (or when finite values overflow it); only such blocks are scanned again with the
+// finite filter. The min/max of a set of finite values does not depend on the order, and the
+// sign of a zero result is decided afterwards by FirstZero, so this equals the sequential loop.
+constexpr std::size_t kMinMaxBlock = 64;  // vectors per block (multiple of 4)
+
+// Software prefetch of the cache lines kPrefetchAhead bytes past p (through an integer: the address
+// may lie past the end of the array; prefetching it does not fault). Every 64-byte line of
+// `bytes` bytes. Streaming from DRAM, min/max reaches memchr's bandwidth only with it.
+constexpr std::size_t kPrefetchAhead = 4096;
+HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
+  const std::uintptr_t a = reinterpret_cast<std::uintptr_t>(p) + kPrefetchAhead;
+  for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
+}
+
 inline MinMaxResult MinMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
-  const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
-  using VI = hn::Vec<decltype(di)>;
   const std::size_t N = hn::Lanes(d);
   const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   const V ninf = hn::Neg(pinf);
-  V min0 = pinf, min1 = pinf, max0 = ninf, max1 = ninf;
+  V gmin = pinf, gmax = ninf;  // over the vector part, finite values only
   MinMaxResult r;
+  const std::size_t block = kMinMaxBlock * N;
   std::size_t i = 0;
-  // Non-finite counts per lane in int32, flushed every block of at most 2^30 vectors.
-  while (i + N <= n) {
-    VI bad = hn::Zero(di);
-    const std::size_t block_end = (n - i) / N > (std::size_t{1} << 30)
-                                      ? i + (std::size_t{1} << 30) * N
-                                      : i + ((n - i) / N) * N;
-    for (; i + 2 * N <= block_end; i += 2 * N) {
-      const V v0 = hn::LoadU(d, x + i);
-      const V v1 = hn::LoadU(d, x + i + N);
-      const auto f0 = hn::Lt(hn::Abs(v0), pinf);  // false for NaN and +-inf
-      const auto f1 = hn::Lt(hn::Abs(v1), pinf);
-      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
-      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
-      min1 = hn::Min(min1, hn::IfThenElse(f1, v1, pinf));
-      max1 = hn::Max(max1, hn::IfThenElse(f1, v1, ninf));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f1))));
+  for (; i + block <= n; i += block) {
+    const float* p = x + i;
+    V mn0 = hn::LoadU(d, p), mn1 = hn::LoadU(d, p + N), mn2 = hn::LoadU(d, p + 2 * N),
+      mn3 = hn::LoadU(d, p + 3 * N);
+    V mx0 = mn0, mx1 = mn1, mx2 = mn2, mx3 = mn3;
+    V s0 = mn0, s1 = mn1, s2 = mn2, s3 = mn3;
+    PrefetchAhead(p, 4 * N * sizeof(float));
+    for (std::size_t j = 4 * N; j < block; j += 4 * N) {
+      PrefetchAhead(p + j, 4 * N * sizeof(float));
+      const V v0 = hn::LoadU(d, p + j);
+      const V v1 = hn::LoadU(d, p + j + N);
+      const V v2 = hn::LoadU(d, p + j + 2 * N);
+      const V v3 = hn::LoadU(d, p + j + 3 * N);
+      mn0 = hn::Min(mn0, v0);
+      mx0 = hn::Max(mx0, v0);
+      s0 = hn::Add(s0, v0);
+      mn1 = hn::Min(mn1, v1);
+      mx1 = hn::Max(mx1, v1);
+      s1 = hn::Add(s1, v1);
+      mn2 = hn::Min(mn2, v2);
+      mx2 = hn::Max(mx2, v2);
+      s2 = hn::Add(s2, v2);
+      mn3 = hn::Min(mn3, v3);
+      mx3 = hn::Max(mx3, v3);
+      s3 = hn::Add(s3, v3);
     }
-    for (; i + N <= block_end; i += N) {
-      const V v0 = hn::LoadU(d, x + i);
-      const auto f0 = hn::Lt(hn::Abs(v0), pinf);
-      min0 = hn::Min(min0, hn::IfThenElse(f0, v0, pinf));
-      max0 = hn::Max(max0, hn::IfThenElse(f0, v0, ninf));
-      bad = hn::Sub(bad, hn::VecFromMask(di, hn::RebindMask(di, hn::Not(f0))));
+    // s0..s3 are all finite only if every value was (a NaN stays NaN, an infinity stays
+    // infinite or becomes NaN); finite sums that overflow just take the slow path.
+    const auto clean = hn::And(hn::And(hn::Lt(hn::Abs(s0), pinf), hn::Lt(hn::Abs(s1), pinf)),
+                               hn::And(hn::Lt(hn::Abs(s2), pinf), hn::Lt(hn::Abs(s3), pinf)));
+    if (HWY_LIKELY(hn::AllTrue(d, clean))) {
+      gmin = hn::Min(gmin, hn::Min(hn::Min(mn0, mn1), hn::Min(mn2, mn3)));
+      gmax = hn::Max(gmax, hn::Max(hn::Max(mx0, mx1), hn::Max(mx2, mx3)));
+    } else {
+      MinMaxFiltered(d, p, block, gmin, gmax, &r.nonfinite);
     }
-    HWY_ALIGN std::int32_t lanes[kMaxLanes<std::int32_t>];
-    hn::Store(bad, di, lanes);
-    for (std::size_t l = 0; l < N; ++l) r.nonfinite += static_cast<std::size_t>(lanes[l]);
+  }
+  {
+    const std::size_t vec_end = i + ((n - i) / N) * N;
+    MinMaxFiltered(d, x + i, vec_end - i, gmin, gmax, &r.nonfinite);
+    i = vec_end;
   }
   // Only reduce when a vector saw a finite value: Highway 1.0.3's EMU128 MinOfLanes/MaxOfLanes
   // start from HighestValue/LowestValue (+-FLT_MAX), which would replace the +-inf identities.
   if (i > r.nonfinite) {
-    r.min = hn::GetLane(hn::MinOfLanes(d, hn::Min(min0, min1)));
-    r.max = hn::GetLane(hn::MaxOfLanes(d, hn::Max(max0, max1)));
+    r.min = hn::GetLane(hn::MinOfLanes(d, gmin));
+    r.max = hn::GetLane(hn::MaxOfLanes(d, gmax));
   }
   for (; i < n; ++i) {
     const float v = x[i];
@@ -2515,7 +2566,8 @@ inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
 
 // ------------------------------ Histogram
 
-inline HistogramResult Histogram(const HistogramArgs& a) {
+// One vector at a time straight into the uint64 counts (small inputs, many bins, the tail).
+inline HistogramResult HistogramDirect(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
@@ -2564,6 +2616,164 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
       if (b > a.bins - 1) b = a.bins - 1;
       ++a.counts[b];
     }
+  }
+  return r;
+}
+
+// Large inputs: bin indices of a block of kHistBlock values computed on vectors (no per-lane
+// branch: values outside [lo, hi] and NaN go to a trash slot), then the increments from the
+// index buffer into two interleaved uint16 sub-histograms (alternate values of the block go to
+// alternate copies, so runs of one bin do not chain through one counter), flushed into the
+// uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter). Each copy
+// has bins + 2 slots: [0, bins) the bins, `bins` the values whose quotient is exactly `bins`
+// (v == hi, or rounding up to it: the last bin, as the clamp does), bins + 1 the trash.
+// The index of an inside value is computed with the same float operations as HistogramDirect:
+// int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi), so every value lands in the same bin.
+constexpr std::size_t kHistBlock = 512;
+constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
+
+// kMinMax: also the running min/max of the finite values (raw values while a vector is all
+// inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
+// vmin/vmax and the count of non-finite values into *nonfinite.
+template <bool kAbsolute, bool kMinMax, class V>
+HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
+                                       std::size_t* nonfinite) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::Rebind<std::uint16_t, decltype(di)> d16;
+  const std::size_t N = hn::Lanes(d);
+  const V lo = hn::Set(d, a.lo);
+  const V hi = hn::Set(d, a.hi);
+  const V bins = hn::Set(d, static_cast<float>(a.bins));
+  const V width = hn::Set(d, a.hi - a.lo);
+  const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const std::size_t stride = a.bins + 2;
+  std::vector<std::uint16_t> sub(2 * stride, 0);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = sub.data() + stride;
+  // Two index buffers: the increments of block i (from `cur`) are interleaved with the
+  // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
+  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
+  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
+  std::uint16_t* cur = idx_a;
+  std::uint16_t* nxt = idx_b;
+  const std::size_t end = a.n - a.n % kHistBlock;
+  auto flush = [&]() {
+    for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
+    a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
+    std::fill(sub.begin(), sub.end(), std::uint16_t{0});
+  };
+  // Indices of the N values at p into out.
+  auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+    V v = hn::LoadU(d, p);
+    if (kAbsolute) v = hn::Abs(v);
+    const auto inside = hn::And(hn::Ge(v, lo), hn::Le(v, hi));  // false for NaN
+    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
+    // pos is in [0, bins] where inside; other lanes' conversions are discarded
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // one masked truncating conversion (ConvertTo adds an overflow fix-up) and vpmovdw
+    const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bin));
+#else
+    const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
+    hn::Store(hn::DemoteTo(d16, bin), d16, out);
+#endif
+    V vlo = v, vhi = v;  // what the min/max see
+    if (!hn::AllTrue(d, inside)) {
+      r.below += hn::CountTrue(d, hn::Lt(v, lo));
+      r.above += hn::CountTrue(d, hn::Gt(v, hi));
+      r.nan += hn::CountTrue(d, hn::IsNaN(v));
+      if (kMinMax) {
+        const auto fin = hn::Lt(hn::Abs(v), pinf);
+        if (!hn::AllTrue(d, fin)) {
+          *nonfinite += N - hn::CountTrue(d, fin);
+          vlo = hn::IfThenElse(fin, v, pinf);
+          vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
+        }
+      }
+    }
+    if (kMinMax) {
+      vmin = hn::Min(vmin, vlo);
+      vmax = hn::Max(vmax, vhi);
+    }
+  };
+  // Groups of G values: whole vectors and whole 4-index words.
+  const std::size_t G = N < 4 ? 4 : N;
+  for (std::size_t c = 0; c < end; c += kHistChunk) {
+    const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
+    for (std::size_t j = 0; j < kHistBlock; j += N) indices(a.x + c + j, cur + j);
+    for (std::size_t i = c; i < chunk_end; i += kHistBlock) {
+      const float* next = i + kHistBlock < chunk_end ? a.x + i + kHistBlock : nullptr;
+      for (std::size_t j = 0; j < kHistBlock; j += G) {
+        if (next != nullptr) {
+          PrefetchAhead(next + j, G * sizeof(float));
+          for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
+        }
+        for (std::size_t q = j; q < j + G; q += 4) {
+          std::uint64_t w;  // four indices in one load
+          std::memcpy(&w, cur + q, sizeof(w));
+          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
+          ++h1[static_cast<std::uint16_t>(w >> 16)];
+          ++h0[static_cast<std::uint16_t>(w >> 32)];
+          ++h1[static_cast<std::uint16_t>(w >> 48)];
+        }
+      }
+      std::uint16_t* t = cur;
+      cur = nxt;
+      nxt = t;
+    }
+    flush();
+  }
+  return end;
+}
+
+inline HistogramResult Histogram(const HistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  using V = hn::Vec<decltype(d)>;
+  V vmin = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmax = hn::Neg(vmin);
+  std::size_t nonfinite = 0;
+  HistogramResult r;
+  std::size_t done = 0;
+  // The sub-histograms pay for zeroing and flushing 2 * (bins + 2) counters per chunk.
+  if (a.bins + 2 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    if (a.minmax != nullptr)
+      done = HistogramBlocks<false, true>(a, r, vmin, vmax, &nonfinite);
+    else if (a.absolute)
+      done = HistogramBlocks<true, false>(a, r, vmin, vmax, &nonfinite);
+    else
+      done = HistogramBlocks<false, false>(a, r, vmin, vmax, &nonfinite);
+  }
+  if (done < a.n) {
+    HistogramArgs t = a;
+    t.x = a.x + done;
+    t.n = a.n - done;
+    const HistogramResult rt = HistogramDirect(t);
+    r.below += rt.below;
+    r.above += rt.above;
+    r.nan += rt.nan;
+  }
+  if (a.minmax != nullptr) {
+    MinMaxResult& m = *a.minmax;
+    m = MinMaxResult{};
+    // See MinMax: reduce only when a vector saw a finite value.
+    if (done > nonfinite) {
+      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+    }
+    m.nonfinite = nonfinite;
+    if (done < a.n) {
+      const MinMaxResult t = MinMax(a.x + done, a.n - done);
+      if (t.finite != 0) {
+        if (t.min < m.min) m.min = t.min;
+        if (t.max > m.max) m.max = t.max;
+      }
+      m.nonfinite += t.nonfinite;
+    }
+    m.finite = a.n - m.nonfinite;
+    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
+    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
 }

@@ -349,6 +349,9 @@ class HistogramObserver {
     const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    if constexpr (std::is_same_v<T, float>) {
+      if (observe_in_one_pass(v, layout)) return;
+    }
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
     const std::size_t n = s.ranges.size();
     const auto bins = static_cast<std::size_t>(options_.bins);
@@ -377,6 +380,54 @@ class HistogramObserver {
     for (std::size_t i = 0; i < n; ++i)
       apply(slots_[i], plans[i], counts.data() + i * bins, points[i]);
   }
+
+ private:
+  // One settled per-tensor slot and a contiguous float batch: the batch is binned with the
+  // bounds it gets if it stays inside the slot's range, in the same SIMD pass that finds its
+  // min/max (simd::histogram_minmax). If the plan from the real min/max bins with other bounds
+  // (the range grows, or torch_1_13's integer bounds move), those counts are dropped and the
+  // batch is binned again as observe() always does; either way the result is the same as the
+  // two passes (batch_stats, then histc). Returns false when it does not apply.
+  template <int R>
+  bool observe_in_one_pass(const View<const float, R>& v, const ParamLayout& layout) {
+    if (!(slots_.size() == 1 && slots_[0].observed() && v.is_contiguous() &&
+          layout.kind() == GranularityKind::per_tensor && v.size() >= 64 &&
+          detail::kernels::simd_reductions()))
+      return false;
+    Slot& slot = slots_[0];
+    if (slot.min == slot.max) return false;
+    const Plan guess = plan(slot, Range{slot.min, slot.max});
+    if (guess.action != Action::add_same || !(guess.histc_lo < guess.histc_hi) ||
+        !std::isfinite(guess.histc_lo) || !std::isfinite(guess.histc_hi))
+      return false;
+    detail::expect_batch_layout(v, layout, config_, slots_.size());
+    const auto bins = static_cast<std::size_t>(options_.bins);
+    std::vector<std::uint64_t> counts(bins, 0u);
+    simd::MinMaxResult mm;
+    simd::histogram_minmax(v.data(), static_cast<std::size_t>(v.size()), guess.histc_lo, guess.histc_hi,
+                           bins, counts.data(), &mm);
+    if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
+      detail::fail_nonfinite(v, detail::batch_name(v, config_));
+    const Range batch = mm.finite != 0 ? Range{mm.min, mm.max} : Range{};
+    const Plan p = plan(slot, batch);
+    if (p.action == Action::skip) return true;
+    if (!(p.histc_lo == guess.histc_lo && p.histc_hi == guess.histc_hi)) {
+      std::fill(counts.begin(), counts.end(), std::uint64_t{0});
+      if (p.histc_lo == p.histc_hi) {  // (not reached from a settled slot; as observe() does)
+        std::uint64_t points = 0;
+        for (std::int64_t j = 0; j < v.size(); ++j)
+          if (std::isfinite(v.data()[j])) ++points;
+        apply(slot, p, counts.data(), points);
+        return true;
+      }
+      detail::kernels::histc(v.data(), v.size(), std::int64_t{1}, p.histc_lo, p.histc_hi, options_.bins,
+                             counts.data());
+    }
+    apply(slot, p, counts.data(), 0u);
+    return true;
+  }
+
+ public:
 
   // a.merge(b): as if b's data had come after a's (see the header comment for the bound).
   void merge(const HistogramObserver& other) {

@@ -199,6 +199,9 @@ struct HistogramArgs {
   std::size_t bins = 0;
   bool absolute = false;
   std::uint64_t* counts = nullptr;
+  // When set (absolute must be false): also the min/max of x's finite values and the count of
+  // non-finite ones, exactly as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct HistogramResult {

@@ -824,6 +824,28 @@ HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::si
   return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
 }
 
+// histogram() and minmax() of the same x in one pass: the counts as histogram() adds them, and
+// into *mm what minmax(x, n) returns (min/max of the finite values, non-finite count).
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::histogram_minmax: input must be float");
+  if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi))
+    quantkit::detail::fail("simd::histogram_minmax: range [", lo, ", ", hi, "]; expected finite lo < hi");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  if (mm == nullptr) quantkit::detail::fail("simd::histogram_minmax: null MinMaxResult");
+  HistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.lo = lo;
+  a.hi = hi;
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -914,6 +936,11 @@ template <class T>
 HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
                           std::uint64_t* counts, bool absolute, const Kernels& kernels) {
   return histogram(x, n, lo, hi, bins, counts, absolute, &kernels);
+}
+template <class T>
+HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, std::size_t bins,
+                                 std::uint64_t* counts, MinMaxResult* mm, const Kernels& kernels) {
+  return histogram_minmax(x, n, lo, hi, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd

@@ -81,12 +81,11 @@ struct BatchStats {
   bool nonfinite = false;     // some value was skipped (only with NonFiniteKind::ignore)
 };
 
-// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
-// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
-// been modified when it does.
+// The slot count checks batch_stats starts with: at least one slot, and `expected_slots`
+// unless 0.
 template <class T, int R>
-BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
-                       const ObserverConfig& config, std::size_t expected_slots) {
+void expect_batch_layout(const View<const T, R>& v, const ParamLayout& layout,
+                         const ObserverConfig& config, std::size_t expected_slots) {
   const std::string& name = batch_name(v, config);
   if (layout.count() <= 0)
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has no ",
@@ -95,6 +94,16 @@ BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
     fail(describe_tensor(name), ": batch of shape ", v.shape().to_string(), " has ",
          layout.count(), " channels/blocks for ", config.granularity.to_string(),
          "; earlier batches had ", expected_slots);
+}
+
+// Validates the batch (not empty, same slot count as `expected_slots` unless 0) and returns
+// per-slot ranges. With NonFiniteKind::reject a NaN/Inf throws naming its index; nothing has
+// been modified when it does.
+template <class T, int R>
+BatchStats batch_stats(const View<const T, R>& v, const ParamLayout& layout,
+                       const ObserverConfig& config, std::size_t expected_slots) {
+  expect_batch_layout(v, layout, config, expected_slots);
+  const std::string& name = batch_name(v, config);
   BatchStats s;
   s.ranges.assign(static_cast<std::size_t>(layout.count()), Range{});
   if constexpr (std::is_same_v<T, float>) {
