@@ -2330,32 +2330,25 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
 template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
-// `count` contiguous runs of n elements, run k at x + k * sx and q + k * sq with parameters
-// constant over it at index at + k * dat: per-channel rows and per-group blocks in one call, so
-// that short runs cost no call each.
-template <class In, class Out>
-using ManyRunsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q,
-                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
-                            std::int64_t dat);
-
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
-// element; `many` (optional) loops over runs with constant parameters. `staging`: always pass
-// runs of at most kChunk elements (stochastic rounding).
+// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
-  ManyRunsFn<In, Out> many = nullptr;
 };
 
-// The ManyRunsFn of a kernel whose run body is Body::template Run<false> (constant parameters).
-template <class In, class Out, class Body>
-void ManyRuns(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
-              std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+// `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
+// q + k * sq with parameters at + k * dat: per-channel rows and per-group blocks straight to
+// the run function, with no plan walking per run.
+template <class In, class Out>
+HWY_INLINE void ConstantRuns(const Runs<In, Out>& runs, const In* x, std::ptrdiff_t sx, Out* q,
+                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                             std::int64_t dat) {
   for (std::size_t k = 0; k < count; ++k) {
-    Body::Run(args, x, q, n, at);
+    runs.constant(runs.args, x, q, n, at);
     x += sx;
     q += sq;
     at += dat;
@@ -2414,10 +2407,10 @@ struct PlanRows {
       case InnerParams::blocks: {
         const std::int64_t b = plan->inner_block;
         std::int64_t j = 0;
-        if (runs->many != nullptr && sx == 1 && sq == 1 && !runs->staging) {
+        if (sx == 1 && sq == 1 && !runs->staging) {
           const std::int64_t full = len / b;
-          runs->many(runs->args, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
-                     static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
+          ConstantRuns(*runs, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
+                       static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
           j = full * b;
         }
         for (; j < len; j += b) {
@@ -2438,7 +2431,7 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
   // Rows with one parameter each (per-channel with the channel axis outside the row, or one
   // parameter set): one call per matrix of the two innermost dimensions.
   const int last = plan.rank - 1;
-  if (runs.many != nullptr && !runs.staging && plan.rank >= 2 &&
+  if (!runs.staging && plan.rank >= 2 &&
       plan.inner == InnerParams::constant && plan.in_stride[last] == 1 &&
       plan.out_stride[last] == 1 && plan.param_div[last - 1] == 1 && plan.shape[last] > 0) {
     Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
@@ -2449,7 +2442,7 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
     const auto n = static_cast<std::size_t>(plan.shape[last]);
     const std::int64_t dat = plan.param_stride[last - 1];
     ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
-      runs.many(runs.args, x + in_off, sx, q + out_off, sq, count, n, base, dat);
+      ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
     return;
   }
@@ -3261,13 +3254,15 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   return i;
 }
 
-// Outputs that StoreQuantized4/StoreVec can write with non-temporal stores.
+// The outputs with the block path (QuantizeBlocks4) and non-temporal stores past the
+// threshold: bytes and fake-quantized floats. 16- and 32-bit integers take QuantizeLoop (one
+// instantiation less per target and rounding: compile time).
 template <class Out>
-constexpr bool kStreamable = sizeof(Out) == 1 || sizeof(Out) == 4;
+constexpr bool kBlocked = sizeof(Out) == 1 || std::is_same<Out, float>::value;
 
 // n contiguous elements; parameters at index `at` (kVec: at + i for element i).
 template <class Out, class Round, bool kDivide, bool kVec>
-HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
+HWY_NOINLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
                              const float* pf, const float* pz, const float* ps,
                              const float* HWY_RESTRICT u) {
   const hn::ScalableTag<float> d;
@@ -3339,10 +3334,10 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
     HWY_ALIGN float u[kChunk];  // staged: n <= kChunk
     a.uniforms.fill(a.uniforms.context, x, n, u);
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
-  } else if constexpr (!kVec) {
+  } else if constexpr (!kVec && kBlocked<Out>) {
     const float scale = ps ? ps[0] : 1.0f;
     std::size_t i = 0;
-    if (kStreamable<Out> && a.stream) {
+    if (a.stream) {
       // Non-temporal stores need aligned addresses: the head up to the first one goes the
       // ordinary way.
       const std::size_t block = 4 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(Out);
@@ -3368,24 +3363,13 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
-template <class Out, class Round, bool kDivide>
-struct QuantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const float* x, Out* q, std::size_t n,
-                             std::int64_t at) {
-    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
-  }
-};
-
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-    const Runs<float, Out> runs{
-        &QuantizeRun<Out, Round, kDivide, false>, &QuantizeRun<Out, Round, kDivide, true>, a,
-        Round::kStochastic,
-        Round::kStochastic ? nullptr
-                           : &ManyRuns<float, Out, QuantizeConstantBody<Out, Round, kDivide>>};
+    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -3528,17 +3512,8 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
 }
 
 template <class In>
-struct DequantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const In* q, float* x, std::size_t n,
-                             std::int64_t at) {
-    DequantizeRunBody<In, false>(args, q, x, n, at);
-  }
-};
-
-template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
-                             &ManyRuns<In, float, DequantizeConstantBody<In>>};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 
@@ -4463,8 +4438,7 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
     const std::int64_t lo_off = std::int64_t{a.lo} - a.zero_point;
     const std::int64_t hi_off = std::int64_t{a.hi} - a.zero_point;
     if (lo_off >= kI32Min && hi_off <= kI32Max) {
-      i = a.bias[at] == 0 ? RequantizeBlocks4<Out, Scheme, false>(a, x, q, n, at)
-                          : RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
+      i = RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
     }
   }
   for (; i + N <= n; i += N) {
@@ -4511,18 +4485,9 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
 }
 
 template <class Out, class Scheme>
-struct RequantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                             std::int64_t at) {
-    RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
-  }
-};
-
-template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false,
-                                     &ManyRuns<std::int32_t, Out, RequantizeConstantBody<Out, Scheme>>};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 

@@ -63,32 +63,25 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
 template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
-// `count` contiguous runs of n elements, run k at x + k * sx and q + k * sq with parameters
-// constant over it at index at + k * dat: per-channel rows and per-group blocks in one call, so
-// that short runs cost no call each.
-template <class In, class Out>
-using ManyRunsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q,
-                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
-                            std::int64_t dat);
-
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
-// element; `many` (optional) loops over runs with constant parameters. `staging`: always pass
-// runs of at most kChunk elements (stochastic rounding).
+// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
-  ManyRunsFn<In, Out> many = nullptr;
 };
 
-// The ManyRunsFn of a kernel whose run body is Body::template Run<false> (constant parameters).
-template <class In, class Out, class Body>
-void ManyRuns(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
-              std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+// `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
+// q + k * sq with parameters at + k * dat: per-channel rows and per-group blocks straight to
+// the run function, with no plan walking per run.
+template <class In, class Out>
+HWY_INLINE void ConstantRuns(const Runs<In, Out>& runs, const In* x, std::ptrdiff_t sx, Out* q,
+                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                             std::int64_t dat) {
   for (std::size_t k = 0; k < count; ++k) {
-    Body::Run(args, x, q, n, at);
+    runs.constant(runs.args, x, q, n, at);
     x += sx;
     q += sq;
     at += dat;
@@ -147,10 +140,10 @@ struct PlanRows {
       case InnerParams::blocks: {
         const std::int64_t b = plan->inner_block;
         std::int64_t j = 0;
-        if (runs->many != nullptr && sx == 1 && sq == 1 && !runs->staging) {
+        if (sx == 1 && sq == 1 && !runs->staging) {
           const std::int64_t full = len / b;
-          runs->many(runs->args, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
-                     static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
+          ConstantRuns(*runs, xr, static_cast<std::ptrdiff_t>(b), qr, static_cast<std::ptrdiff_t>(b),
+                       static_cast<std::size_t>(full), static_cast<std::size_t>(b), base, 1);
           j = full * b;
         }
         for (; j < len; j += b) {
@@ -171,7 +164,7 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
   // Rows with one parameter each (per-channel with the channel axis outside the row, or one
   // parameter set): one call per matrix of the two innermost dimensions.
   const int last = plan.rank - 1;
-  if (runs.many != nullptr && !runs.staging && plan.rank >= 2 &&
+  if (!runs.staging && plan.rank >= 2 &&
       plan.inner == InnerParams::constant && plan.in_stride[last] == 1 &&
       plan.out_stride[last] == 1 && plan.param_div[last - 1] == 1 && plan.shape[last] > 0) {
     Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
@@ -182,7 +175,7 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
     const auto n = static_cast<std::size_t>(plan.shape[last]);
     const std::int64_t dat = plan.param_stride[last - 1];
     ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
-      runs.many(runs.args, x + in_off, sx, q + out_off, sq, count, n, base, dat);
+      ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
     return;
   }

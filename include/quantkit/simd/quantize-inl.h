@@ -148,13 +148,15 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   return i;
 }
 
-// Outputs that StoreQuantized4/StoreVec can write with non-temporal stores.
+// The outputs with the block path (QuantizeBlocks4) and non-temporal stores past the
+// threshold: bytes and fake-quantized floats. 16- and 32-bit integers take QuantizeLoop (one
+// instantiation less per target and rounding: compile time).
 template <class Out>
-constexpr bool kStreamable = sizeof(Out) == 1 || sizeof(Out) == 4;
+constexpr bool kBlocked = sizeof(Out) == 1 || std::is_same<Out, float>::value;
 
 // n contiguous elements; parameters at index `at` (kVec: at + i for element i).
 template <class Out, class Round, bool kDivide, bool kVec>
-HWY_INLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
+HWY_NOINLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
                              const float* pf, const float* pz, const float* ps,
                              const float* HWY_RESTRICT u) {
   const hn::ScalableTag<float> d;
@@ -226,10 +228,10 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
     HWY_ALIGN float u[kChunk];  // staged: n <= kChunk
     a.uniforms.fill(a.uniforms.context, x, n, u);
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
-  } else if constexpr (!kVec) {
+  } else if constexpr (!kVec && kBlocked<Out>) {
     const float scale = ps ? ps[0] : 1.0f;
     std::size_t i = 0;
-    if (kStreamable<Out> && a.stream) {
+    if (a.stream) {
       // Non-temporal stores need aligned addresses: the head up to the first one goes the
       // ordinary way.
       const std::size_t block = 4 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(Out);
@@ -255,24 +257,13 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
-template <class Out, class Round, bool kDivide>
-struct QuantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const float* x, Out* q, std::size_t n,
-                             std::int64_t at) {
-    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
-  }
-};
-
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-    const Runs<float, Out> runs{
-        &QuantizeRun<Out, Round, kDivide, false>, &QuantizeRun<Out, Round, kDivide, true>, a,
-        Round::kStochastic,
-        Round::kStochastic ? nullptr
-                           : &ManyRuns<float, Out, QuantizeConstantBody<Out, Round, kDivide>>};
+    const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -415,17 +406,8 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
 }
 
 template <class In>
-struct DequantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const In* q, float* x, std::size_t n,
-                             std::int64_t at) {
-    DequantizeRunBody<In, false>(args, q, x, n, at);
-  }
-};
-
-template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
-                             &ManyRuns<In, float, DequantizeConstantBody<In>>};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 

@@ -293,8 +293,7 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
     const std::int64_t lo_off = std::int64_t{a.lo} - a.zero_point;
     const std::int64_t hi_off = std::int64_t{a.hi} - a.zero_point;
     if (lo_off >= kI32Min && hi_off <= kI32Max) {
-      i = a.bias[at] == 0 ? RequantizeBlocks4<Out, Scheme, false>(a, x, q, n, at)
-                          : RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
+      i = RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
     }
   }
   for (; i + N <= n; i += N) {
@@ -341,18 +340,9 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
 }
 
 template <class Out, class Scheme>
-struct RequantizeConstantBody {
-  static HWY_INLINE void Run(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                             std::int64_t at) {
-    RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
-  }
-};
-
-template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false,
-                                     &ManyRuns<std::int32_t, Out, RequantizeConstantBody<Out, Scheme>>};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 
