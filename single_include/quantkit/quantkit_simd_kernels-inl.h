@@ -1921,7 +1921,9 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo,
     return hn::Vec<decltype(di)>{_mm512_maskz_cvttps_epi32(ordered.raw, Round::Do(d, t, t).raw)};
   }
 #else
-  return hn::IfThenElseZero(hn::RebindMask(di, ordered), ConvertInRange(di, Round::Do(d, t, t)));
+  // NaN lanes are zeroed before converting (converting NaN is undefined on the scalar and
+  // emulated targets).
+  return ConvertInRange(di, hn::IfThenElseZero(ordered, Round::Do(d, t, t)));
 #endif
 }
 
@@ -2651,7 +2653,10 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
     const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
     _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bin));
 #else
-    const auto bin = hn::IfThenElse(hn::RebindMask(di, inside), hn::ConvertTo(di, pos), trash);
+    // NaN/out-of-range lanes are zeroed before converting (converting NaN is undefined on the
+    // scalar and emulated targets), then sent to the trash slot.
+    const auto bin = hn::IfThenElse(hn::RebindMask(di, inside),
+                                    hn::ConvertTo(di, hn::IfThenElseZero(inside, pos)), trash);
     hn::Store(hn::DemoteTo(d16, bin), d16, out);
 #endif
     V vlo = v, vhi = v;  // what the min/max see

@@ -97,7 +97,9 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo,
     return hn::Vec<decltype(di)>{_mm512_maskz_cvttps_epi32(ordered.raw, Round::Do(d, t, t).raw)};
   }
 #else
-  return hn::IfThenElseZero(hn::RebindMask(di, ordered), ConvertInRange(di, Round::Do(d, t, t)));
+  // NaN lanes are zeroed before converting (converting NaN is undefined on the scalar and
+  // emulated targets).
+  return ConvertInRange(di, hn::IfThenElseZero(ordered, Round::Do(d, t, t)));
 #endif
 }
 
