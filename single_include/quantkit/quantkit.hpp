@@ -4390,7 +4390,7 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
 // Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
 // [lo - zp, hi - zp] before adding zp (the caller checked both fit int32): the same as
 // clamping the saturated sum, without the saturation.
-template <class Out, class Scheme, bool kBias>
+template <class Out, class Scheme>
 HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
                                          Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
   const hn::ScalableTag<std::int32_t> di;
@@ -4407,7 +4407,7 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
   const V lo = hn::Set(di, a.lo - a.zero_point);
   const V hi = hn::Set(di, a.hi - a.zero_point);
   const auto one = [&](const std::int32_t* p) {
-    const V v = kBias ? SaturatingAdd32(di, hn::LoadU(di, p), bias) : hn::LoadU(di, p);
+    const V v = SaturatingAdd32(di, hn::LoadU(di, p), bias);
     return hn::Min(hn::Max(Scheme::Apply(di, v, k, m), lo), hi);
   };
   std::size_t i = 0;
@@ -4443,7 +4443,7 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
     const std::int64_t lo_off = std::int64_t{a.lo} - a.zero_point;
     const std::int64_t hi_off = std::int64_t{a.hi} - a.zero_point;
     if (lo_off >= kI32Min && hi_off <= kI32Max) {
-      i = RequantizeBlocks4<Out, Scheme, true>(a, x, q, n, at);
+      i = RequantizeBlocks4<Out, Scheme>(a, x, q, n, at);
     }
   }
   for (; i + N <= n; i += N) {
