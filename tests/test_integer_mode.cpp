@@ -292,21 +292,45 @@ qk::graph::ValueInfo info(const std::string& n, DType t) {
 TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv and QLinearMatMul bit for bit") {
   std::mt19937 rng(5);
   using FloatScheme = qk::IntegerModeT<qk::FloatMultiplier<qk::RoundHalfEven>>;
-  for (int trial = 0; trial < 6; ++trial) {
+  // Geometries for every packing path of the integer Conv: windows from channel planes (any
+  // channel count), from position-major planes (channels a multiple of 4, any kernel, stride
+  // and height dilation), 1x1 windows, depthwise (stride 1 and 2); output rows wider than a
+  // GEMM panel and images whose columns straddle panels.
+  struct ConvCase {
+    std::int64_t C, M, group, kh, kw, H, W;
+    std::vector<std::int64_t> pads, strides, dilations;
+  };
+  const std::vector<ConvCase> cases = {
+      {4, 6, 1, 3, 3, 7, 9, {1, 0, 1, 2}, {1, 2}, {1, 1}},
+      {4, 6, 2, 3, 3, 7, 9, {1, 0, 1, 2}, {1, 2}, {1, 1}},
+      {16, 8, 2, 3, 3, 9, 11, {1, 1, 1, 1}, {1, 1}, {2, 1}},
+      {8, 12, 1, 5, 5, 6, 40, {2, 2, 2, 2}, {1, 1}, {1, 1}},
+      {1, 16, 1, 3, 3, 8, 37, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+      {3, 5, 1, 1, 1, 5, 41, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+      {20, 7, 1, 1, 1, 3, 13, {0, 0, 0, 0}, {1, 1}, {1, 1}},
+      {6, 6, 1, 1, 1, 6, 9, {0, 0, 0, 0}, {2, 2}, {1, 1}},
+      {5, 5, 5, 3, 3, 8, 8, {1, 1, 1, 1}, {1, 1}, {1, 1}},
+      {5, 5, 5, 3, 3, 9, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}},
+      {12, 4, 1, 2, 3, 5, 7, {0, 1, 0, 1}, {2, 3}, {1, 1}},
+  };
+  for (std::size_t trial = 0; trial < cases.size() * 2; ++trial) {
+    const ConvCase& cc = cases[trial / 2];
+    CAPTURE(trial);
     const DType xt = trial % 2 ? DType::int8 : DType::uint8;
-    const std::int64_t M = 6, C = 4, group = trial >= 4 ? 2 : 1;
-    const float xs = 0.02f + 0.01f * static_cast<float>(trial), ys = 0.05f + 0.013f * static_cast<float>(trial);
-    const Tensor x = random_ints(xt, {2, C, 7, 9}, rng, xt == DType::uint8 ? 0 : -128, xt == DType::uint8 ? 255 : 127);
-    const Tensor w = random_ints(DType::int8, {M, C / group, 3, 3}, rng, -127, 127);
+    const std::int64_t M = cc.M, C = cc.C, group = cc.group;
+    const float xs = 0.02f + 0.01f * static_cast<float>(trial % 6), ys = 0.05f + 0.013f * static_cast<float>(trial % 6);
+    const Tensor x = random_ints(xt, {2, C, cc.H, cc.W}, rng, xt == DType::uint8 ? 0 : -128, xt == DType::uint8 ? 255 : 127);
+    const Tensor w = random_ints(DType::int8, {M, C / group, cc.kh, cc.kw}, rng, -127, 127);
     std::vector<float> wsv;
-    for (std::int64_t m = 0; m < M; ++m) wsv.push_back(0.003f * static_cast<float>(m + 1));
+    for (std::int64_t m = 0; m < M; ++m) wsv.push_back(0.003f * static_cast<float>(m % 6 + 1) * 9.0f / static_cast<float>(cc.kh * cc.kw));
     const Tensor bias = random_ints(DType::int32, {M}, rng, -5000, 5000);
     const std::int32_t xz = xt == DType::uint8 ? 128 : -3, yz = xt == DType::uint8 ? 120 : 5;
     auto zp = [&](std::int32_t v, const std::string& n) {
       return xt == DType::uint8 ? Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(v), n)
                                 : Tensor::scalar<std::int8_t>(static_cast<std::int8_t>(v), n);
     };
-    std::map<std::string, Attribute> conv_attrs = {{"pads", Is({1, 0, 1, 2})}, {"strides", Is({1, 2})}, {"group", I(group)}};
+    std::map<std::string, Attribute> conv_attrs = {
+        {"pads", Is(cc.pads)}, {"strides", Is(cc.strides)}, {"dilations", Is(cc.dilations)}, {"group", I(group)}};
     // The ONNX QOperator form.
     Graph q;
     q.inputs = {info("x", xt)};
@@ -338,8 +362,14 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     REQUIRE(intr.graph().nodes.size() == 1);
     CHECK(intr.graph().nodes[0].op_type == "IntConv");
     const Tensor want = ref.run({{"x", x}}).at("y");
-    const Tensor got = intr.run({{"x", x}}).at("y");
-    CHECK(want == got);
+    // Every target's GEMM kernels (their panel widths differ).
+    for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+      CAPTURE(k->name);
+      hwy::SetSupportedTargetsForTest(k->target);
+      const Tensor got = intr.run({{"x", x}}).at("y");
+      CHECK(want == got);
+    }
+    hwy::SetSupportedTargetsForTest(0);
   }
   // QLinearMatMul: a [3, 5, 40] uint8 x b [40, 24] int8 per column.
   for (int trial = 0; trial < 4; ++trial) {

@@ -288,58 +288,127 @@ inline PaddedPlanes pad_planes(const std::uint8_t* x, std::int64_t Cg, const ops
   return pp;
 }
 
+// The packed B (see simd/gemm_abi.hpp) is filled a run of columns at a time: the columns of one
+// run share a panel, so column c of 4-deep k group gk is the word at
+// packed + j * k4 * panel + (gk * panel + c) * 4, and consecutive columns are consecutive words.
+struct PanelRun {
+  std::uint8_t* dst;  // the run's first word in group 0
+  std::int64_t len;   // columns
+};
+inline PanelRun panel_run(std::uint8_t* packed, std::int64_t col, std::int64_t len, std::int64_t panel, std::int64_t k4) {
+  const std::int64_t j = col / panel, c = col % panel;
+  return {packed + (j * k4 * panel + c * 4), std::min(len, panel - c)};
+}
+
+// dst word i = bytes s0[i s], s1[i s], s2[i s], s3[i s] ^ mask: 4 k rows into 4-byte columns.
+inline void interleave4(const std::uint8_t* const* s, std::int64_t step, std::int64_t n, std::uint32_t mask,
+                        std::uint8_t* dst) {
+  static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "packed B words are composed little-endian");
+  const std::uint8_t *s0 = s[0], *s1 = s[1], *s2 = s[2], *s3 = s[3];
+  if (step == 1) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::uint32_t v = (std::uint32_t{s0[i]} | std::uint32_t{s1[i]} << 8 | std::uint32_t{s2[i]} << 16 |
+                               std::uint32_t{s3[i]} << 24) ^ mask;
+      std::memcpy(dst + i * 4, &v, 4);
+    }
+    return;
+  }
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t o = i * step;
+    const std::uint32_t v = (std::uint32_t{s0[o]} | std::uint32_t{s1[o]} << 8 | std::uint32_t{s2[o]} << 16 |
+                             std::uint32_t{s3[o]} << 24) ^ mask;
+    std::memcpy(dst + i * 4, &v, 4);
+  }
+}
+
 // 1x1 windows (stride 1, no padding) of one image: the 4-deep k groups of a position are 4
 // consecutive channels at that position (zeros past Cg).
 inline void pack_pointwise(const std::uint8_t* x, std::int64_t Cg, std::int64_t P, std::int64_t col0, std::size_t panel,
                            std::int64_t k4, std::uint8_t mask, std::uint8_t* packed) {
   const auto upanel = static_cast<std::int64_t>(panel);
+  std::uint8_t* zeros = scratch<std::uint8_t, 6>(static_cast<std::size_t>(P));
+  std::memset(zeros, 0, static_cast<std::size_t>(P));
   for (std::int64_t gk = 0; gk < k4 / 4; ++gk) {
-    const std::uint8_t* ch[4];
-    bool real[4];
-    for (std::int64_t r = 0; r < 4; ++r) {
-      real[r] = gk * 4 + r < Cg;
-      ch[r] = x + (real[r] ? gk * 4 + r : 0) * P;
-    }
-    for (std::int64_t p = 0; p < P; ++p) {
-      const std::int64_t col = col0 + p;
-      std::uint8_t* d = packed + (col / upanel) * k4 * upanel + gk * upanel * 4 + (col % upanel) * 4;
-      for (std::int64_t r = 0; r < 4; ++r) d[r] = real[r] ? static_cast<std::uint8_t>(ch[r][p] ^ mask) : 0;
+    std::uint32_t word_mask = 0;  // the real channels' bytes only: the K padding stays 0
+    for (std::int64_t r = 0; r < 4; ++r)
+      if (gk * 4 + r < Cg) word_mask |= std::uint32_t{mask} << (8 * r);
+    for (std::int64_t p = 0; p < P;) {
+      const PanelRun run = panel_run(packed, col0 + p, P - p, upanel, k4);
+      const std::uint8_t* s[4];
+      for (std::int64_t r = 0; r < 4; ++r) s[r] = gk * 4 + r < Cg ? x + (gk * 4 + r) * P + p : zeros;
+      interleave4(s, 1, run.len, word_mask, run.dst + gk * upanel * 4);
+      p += run.len;
     }
   }
 }
 
-// Copies n (small) bytes: the kernel width of one window row.
-inline void copy_small(std::uint8_t* d, const std::uint8_t* s, std::int64_t n) {
-  switch (n) {
-    case 1: d[0] = s[0]; return;
-    case 2: std::memcpy(d, s, 2); return;
-    case 3: std::memcpy(d, s, 3); return;
-    case 5: std::memcpy(d, s, 5); return;
-    case 7: std::memcpy(d, s, 7); return;
-    default: for (std::int64_t i = 0; i < n; ++i) d[i] = s[i];
-  }
-}
-
-// The windows of the output positions of one image, written as columns `col0`... of the GEMM
-// kernels' packed B (see simd/gemm_abi.hpp): column j * panel + c of 4-deep k groups holds the
-// window's bytes (channel, kernel row, kernel column order; zeros past KK). `row` is a k4-byte
-// buffer.
+// The windows of the output positions of one image (channel planes padded by pad_planes),
+// written as columns `col0`... of the packed B in (channel, kernel row, kernel column) k order,
+// zeros past KK: per output row and panel run, each 4-deep k group interleaves 4 tap rows.
 inline void pack_windows(const PaddedPlanes& pp, std::int64_t Cg, const ops::WindowGeometry& g, std::int64_t col0,
-                         std::size_t panel, std::int64_t k4, std::uint8_t* row, std::uint8_t* packed) {
-  const std::int64_t kh_n = g.kernel[1], kw_n = g.kernel[2], plane = pp.hp * pp.wp, groups = k4 / 4;
-  const std::int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], wp = pp.wp;
+                         std::size_t panel, std::int64_t k4, std::uint8_t* packed) {
+  const std::int64_t kh_n = g.kernel[1], kw_n = g.kernel[2], plane = pp.hp * pp.wp, KK = Cg * kh_n * kw_n;
+  const std::int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], wp = pp.wp, OW = g.out[2];
   const auto upanel = static_cast<std::int64_t>(panel);
-  std::int64_t col = col0;
+  // Per k: the tap's offset in the padded planes, or -1 past KK (a zero row).
+  std::int64_t* offset = scratch<std::int64_t, 7>(static_cast<std::size_t>(k4));
+  for (std::int64_t k = 0; k < k4; ++k) {
+    const std::int64_t c = k / (kh_n * kw_n), kh = k / kw_n % kh_n, kw = k % kw_n;
+    offset[k] = k < KK ? c * plane + kh * dh * wp + kw : -1;
+  }
+  std::uint8_t* zeros = scratch<std::uint8_t, 6>(static_cast<std::size_t>(OW * sw));
+  std::memset(zeros, 0, static_cast<std::size_t>(OW * sw));
   for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
-    for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++col) {
-      std::uint8_t* d = row;
+    for (std::int64_t ow = 0; ow < OW;) {
+      const PanelRun run = panel_run(packed, col0 + oh * OW + ow, OW - ow, upanel, k4);
       const std::uint8_t* base = pp.data + oh * sh * wp + ow * sw;
-      for (std::int64_t c = 0; c < Cg; ++c) {
-        const std::uint8_t* src = base + c * plane;
-        for (std::int64_t kh = 0; kh < kh_n; ++kh, d += kw_n, src += dh * wp) copy_small(d, src, kw_n);
+      for (std::int64_t gk = 0; gk < k4 / 4; ++gk) {
+        const std::uint8_t* s[4];
+        for (std::int64_t r = 0; r < 4; ++r) s[r] = offset[gk * 4 + r] < 0 ? zeros : base + offset[gk * 4 + r];
+        interleave4(s, sw, run.len, 0, run.dst + gk * upanel * 4);
       }
-      std::uint8_t* dst = packed + (col / upanel) * k4 * upanel + (col % upanel) * 4;
-      for (std::int64_t gk = 0; gk < groups; ++gk) std::memcpy(dst + gk * upanel * 4, row + gk * 4, 4);
+      ow += run.len;
+    }
+}
+
+// Cg (a multiple of 4) channels of one image, padded with the zero point and stored
+// position-major: out[((h + pad_top) wp + w + pad_left) Cg + c] = x[c][h][w] ^ mask.
+inline PaddedPlanes pad_positions(const std::uint8_t* x, std::int64_t Cg, const ops::WindowGeometry& g,
+                                  std::uint8_t pad, std::uint8_t mask) {
+  PaddedPlanes pp;
+  pp.hp = std::max(g.pad_begin[1] + g.in[1], (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1);
+  pp.wp = std::max(g.pad_begin[2] + g.in[2], (g.out[2] - 1) * g.stride[2] + g.kernel[2]);
+  const auto bytes = static_cast<std::size_t>(pp.hp * pp.wp * Cg);
+  pp.data = scratch<std::uint8_t, 4>(bytes);
+  std::memset(pp.data, pad ^ mask, bytes);
+  const std::int64_t H = g.in[1], W = g.in[2], HW = H * W, top = g.pad_begin[1], left = g.pad_begin[2];
+  for (std::int64_t h = 0; h < H; ++h)
+    for (std::int64_t w = 0; w < W; ++w) {
+      std::uint8_t* dst = pp.data + ((h + top) * pp.wp + w + left) * Cg;
+      const std::uint8_t* src = x + h * W + w;
+      for (std::int64_t c = 0; c < Cg; ++c) dst[c] = static_cast<std::uint8_t>(src[c * HW] ^ mask);
+    }
+  return pp;
+}
+
+// The windows of one image from pad_positions, in (kernel row, kernel column, channel) k order
+// (KK = k4): a window row is kw_n Cg contiguous bytes, i.e. consecutive k groups.
+inline void pack_windows_positions(const PaddedPlanes& pp, std::int64_t Cg, const ops::WindowGeometry& g,
+                                   std::int64_t col0, std::size_t panel, std::int64_t k4, std::uint8_t* packed) {
+  const std::int64_t kh_n = g.kernel[1], words = g.kernel[2] * Cg / 4;
+  const std::int64_t sh = g.stride[1], sw = g.stride[2], dh = g.dilation[1], wp = pp.wp, OW = g.out[2];
+  const auto upanel = static_cast<std::int64_t>(panel);
+  const std::int64_t group_step = upanel * 4;
+  for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+    for (std::int64_t ow = 0; ow < OW;) {
+      const PanelRun run = panel_run(packed, col0 + oh * OW + ow, OW - ow, upanel, k4);
+      for (std::int64_t i = 0; i < run.len; ++i) {
+        const std::uint8_t* src = pp.data + ((oh * sh) * wp + (ow + i) * sw) * Cg;
+        std::uint8_t* dst = run.dst + i * 4;
+        for (std::int64_t kh = 0; kh < kh_n; ++kh, src += dh * wp * Cg)
+          for (std::int64_t q = 0; q < words; ++q, dst += group_step) std::memcpy(dst, src + q * 4, 4);
+      }
+      ow += run.len;
     }
 }
 
@@ -482,10 +551,20 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
   const std::int64_t k4 = (KK + 3) / 4 * 4, cols = chunk * P;
   const std::int64_t panels = (cols + static_cast<std::int64_t>(panel) - 1) / static_cast<std::int64_t>(panel);
   std::uint8_t* packed = scratch<std::uint8_t, 2>(static_cast<std::size_t>(panels * k4) * panel + 64);
-  std::uint8_t* row = scratch<std::uint8_t, 3>(static_cast<std::size_t>(k4));
-  std::fill(row, row + k4, std::uint8_t{0});  // the k4 - KK padding stays 0
   std::int32_t* acc = scratch<std::int32_t, 0>(static_cast<std::size_t>(Mg * cols));
   const bool pointwise = ops::is_pointwise(g);
+  // Whole 4-deep k groups of channels: windows packed from position-major planes, whole words
+  // at a time, with the weights' k reordered to (kernel row, kernel column, channel).
+  const bool by_position = !pointwise && Cg % 4 == 0;
+  const auto* weights = static_cast<const std::uint8_t*>(w.raw());
+  if (by_position) {
+    const std::int64_t ks = g.kernel_size();
+    std::uint8_t* reordered = scratch<std::uint8_t, 3>(static_cast<std::size_t>(M * KK));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t c = 0; c < Cg; ++c)
+        for (std::int64_t t = 0; t < ks; ++t) reordered[m * KK + t * Cg + c] = weights[m * KK + c * ks + t];
+    weights = reordered;
+  }
   for (std::int64_t gi = 0; gi < group; ++gi)
     for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
       const std::int64_t nc = std::min(chunk, N - n0), nc_cols = nc * P;
@@ -493,16 +572,17 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
         const std::uint8_t* img = px + ((n0 + n) * C + gi * Cg) * in_size;
         if (pointwise) {
           pack_pointwise(img, Cg, P, n * P, panel, k4, mask, packed);
+        } else if (by_position) {
+          pack_windows_positions(pad_positions(img, Cg, g, pad, mask), Cg, g, n * P, panel, k4, packed);
         } else {
-          const detail::PaddedPlanes pp = pad_planes(img, Cg, g, pad, mask, 0);
-          pack_windows(pp, Cg, g, n * P, panel, k4, row, packed);
+          pack_windows(pad_planes(img, Cg, g, pad, mask, 0), Cg, g, n * P, panel, k4, packed);
         }
       }
       simd::GemmArgs args;
       args.m = static_cast<std::size_t>(Mg);
       args.n = static_cast<std::size_t>(nc_cols);
       args.k = static_cast<std::size_t>(KK);
-      args.a = static_cast<const std::uint8_t*>(w.raw()) + gi * Mg * KK;
+      args.a = weights + gi * Mg * KK;
       args.lda = static_cast<std::size_t>(KK);
       args.a_signed = w_signed;
       args.packed_b = packed;
