@@ -299,6 +299,7 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
   struct ConvCase {
     std::int64_t C, M, group, kh, kw, H, W;
     std::vector<std::int64_t> pads, strides, dilations;
+    bool w_uint8 = false;
   };
   const std::vector<ConvCase> cases = {
       {4, 6, 1, 3, 3, 7, 9, {1, 0, 1, 2}, {1, 2}, {1, 1}},
@@ -312,6 +313,9 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
       {5, 5, 5, 3, 3, 8, 8, {1, 1, 1, 1}, {1, 1}, {1, 1}},
       {5, 5, 5, 3, 3, 9, 8, {1, 1, 1, 1}, {2, 2}, {1, 1}},
       {12, 4, 1, 2, 3, 5, 7, {0, 1, 0, 1}, {2, 3}, {1, 1}},
+      {5, 5, 5, 3, 3, 8, 8, {1, 1, 1, 1}, {1, 1}, {1, 1}, true},
+      {4, 6, 1, 3, 3, 7, 9, {1, 0, 1, 2}, {1, 1}, {1, 1}, true},
+      {6, 6, 1, 3, 3, 7, 9, {1, 1, 1, 1}, {1, 1}, {1, 1}, true},
   };
   for (std::size_t trial = 0; trial < cases.size() * 2; ++trial) {
     const ConvCase& cc = cases[trial / 2];
@@ -320,7 +324,8 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     const std::int64_t M = cc.M, C = cc.C, group = cc.group;
     const float xs = 0.02f + 0.01f * static_cast<float>(trial % 6), ys = 0.05f + 0.013f * static_cast<float>(trial % 6);
     const Tensor x = random_ints(xt, {2, C, cc.H, cc.W}, rng, xt == DType::uint8 ? 0 : -128, xt == DType::uint8 ? 255 : 127);
-    const Tensor w = random_ints(DType::int8, {M, C / group, cc.kh, cc.kw}, rng, -127, 127);
+    const DType wt = cc.w_uint8 ? DType::uint8 : DType::int8;
+    const Tensor w = random_ints(wt, {M, C / group, cc.kh, cc.kw}, rng, cc.w_uint8 ? 0 : -127, cc.w_uint8 ? 255 : 127);
     std::vector<float> wsv;
     for (std::int64_t m = 0; m < M; ++m) wsv.push_back(0.003f * static_cast<float>(m % 6 + 1) * 9.0f / static_cast<float>(cc.kh * cc.kw));
     const Tensor bias = random_ints(DType::int32, {M}, rng, -5000, 5000);
@@ -339,7 +344,7 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     add_init(q, "xz", zp(xz, "xz"));
     add_init(q, "w", w);
     add_init(q, "ws", Tensor::from_vector<float>({M}, wsv));
-    add_init(q, "wz", Tensor(DType::int8, qk::Dims{M}));
+    add_init(q, "wz", Tensor(wt, qk::Dims{M}));
     add_init(q, "ys", Tensor::scalar(ys));
     add_init(q, "yz", zp(yz, "yz"));
     add_init(q, "b", bias);
@@ -401,6 +406,48 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     CHECK(intr.graph().nodes[0].op_type == "IntMatMul");
     CHECK(ref.run({{"a", a}}).at("y") == intr.run({{"a", a}}).at("y"));
   }
+}
+
+TEST_CASE("integer mode: MaxPool on int8/uint8 equals the float MaxPool of the dequantized values, on every target") {
+  // DQ -> MaxPool -> Q with one scale and zero point: exact in float, so the integer op must
+  // give the same bytes. 2x2 stride 2 (whole-tensor pairs: rows of 1 to 40 bytes), other tiled
+  // windows, and overlapping / padded ones (the general loop).
+  struct PoolCase {
+    std::int64_t H, W;
+    std::vector<std::int64_t> kernel, strides, pads;
+  };
+  const std::vector<PoolCase> cases = {
+      {8, 8, {2, 2}, {2, 2}, {0, 0, 0, 0}},   {6, 10, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+      {2, 2, {2, 2}, {2, 2}, {0, 0, 0, 0}},   {4, 32, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+      {4, 80, {2, 2}, {2, 2}, {0, 0, 0, 0}},  {4, 16, {2, 2}, {2, 2}, {0, 0, 0, 0}},
+      {6, 9, {3, 3}, {3, 3}, {0, 0, 0, 0}},   {7, 7, {3, 3}, {2, 2}, {1, 1, 1, 1}},
+  };
+  std::mt19937 rng(17);
+  for (const PoolCase& pc : cases)
+    for (DType t : {DType::uint8, DType::int8}) {
+      CAPTURE(pc.W);
+      const Tensor x = random_ints(t, {2, 3, pc.H, pc.W}, rng, t == DType::uint8 ? 0 : -128, t == DType::uint8 ? 255 : 127);
+      Graph g;
+      g.opset = 13;
+      g.inputs = {info("x", t)};
+      g.outputs = {info("y", t)};
+      add_init(g, "s", Tensor::scalar(0.04f));
+      add_init(g, "z", t == DType::uint8 ? Tensor::scalar<std::uint8_t>(7) : Tensor::scalar<std::int8_t>(-9));
+      g.nodes.push_back(node("DequantizeLinear", {"x", "s", "z"}, {"xf"}));
+      g.nodes.push_back(node("MaxPool", {"xf"}, {"yf"},
+                             {{"kernel_shape", Is(pc.kernel)}, {"strides", Is(pc.strides)}, {"pads", Is(pc.pads)}}));
+      g.nodes.push_back(node("QuantizeLinear", {"yf", "s", "z"}, {"y"}));
+      qk::Executor<> fake(g);
+      qk::Executor<qk::IntegerMode> intr(g);
+      REQUIRE(intr.mode().integer_count() == 1);
+      const Tensor want = fake.run({{"x", x}}).at("y");
+      for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+        CAPTURE(k->name);
+        hwy::SetSupportedTargetsForTest(k->target);
+        CHECK(intr.run({{"x", x}}).at("y") == want);
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
 }
 
 TEST_CASE("integer mode: nodes it cannot make integer stay float, and the report says why") {

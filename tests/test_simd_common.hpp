@@ -886,6 +886,63 @@ inline void check_lookup_bytes(const qks::Kernels* k) {
   }
 }
 
+// max_pairs: every unit size (the vector paths 1, 2, 4, 8 and wide units, the scalar tail),
+// int8 and uint8 (the same bytes give different maxima), unaligned; bytes around untouched.
+inline void check_max_pairs(const qks::Kernels* k) {
+  std::mt19937 rng(12);
+  for (std::size_t unit : {1u, 2u, 3u, 4u, 8u, 12u, 16u, 56u, 65u, 130u})
+    for (std::size_t n_out : {0u, 1u, 5u, 31u, 64u, 257u})
+      for (bool is_signed : {false, true}) {
+        const std::size_t offset = 1;
+        std::vector<std::uint8_t> in(2 * n_out * unit + offset), got(n_out * unit + 2 * offset, 0xAB);
+        for (auto& v : in) v = static_cast<std::uint8_t>(rng());
+        std::vector<std::uint8_t> want = got;
+        for (std::size_t i = 0; i < n_out; ++i)
+          for (std::size_t j = 0; j < unit; ++j) {
+            const std::uint8_t a = in[offset + 2 * i * unit + j], b = in[offset + (2 * i + 1) * unit + j];
+            const bool b_wins = is_signed ? static_cast<std::int8_t>(a) < static_cast<std::int8_t>(b) : a < b;
+            want[offset + i * unit + j] = b_wins ? b : a;
+          }
+        qks::max_pairs(in.data() + offset, n_out, unit, is_signed, got.data() + offset, k);
+        CAPTURE(unit);
+        CAPTURE(n_out);
+        CAPTURE(is_signed);
+        CHECK(got == want);
+      }
+}
+
+// depthwise_rows: 1 to 25 taps at arbitrary offsets, lengths around the vector widths, extreme
+// weights whose sums wrap modulo 2^32 like the reference's.
+inline void check_depthwise_rows(const qks::Kernels* k) {
+  std::mt19937 rng(13);
+  std::vector<std::size_t> lengths = test_lengths();
+  for (std::size_t n : {80u, 95u, 129u}) lengths.push_back(n);
+  for (std::size_t taps : {1u, 4u, 9u, 25u})
+    for (std::size_t n : lengths)
+      for (bool extreme : {false, true}) {
+        std::vector<std::int64_t> offset(taps);
+        std::vector<std::int32_t> w(taps);
+        for (std::size_t t = 0; t < taps; ++t) {
+          offset[t] = static_cast<std::int64_t>(rng() % 40);
+          w[t] = extreme ? (t % 2 ? std::numeric_limits<std::int32_t>::min() : std::numeric_limits<std::int32_t>::max())
+                         : static_cast<std::int32_t>(rng() % 256) - 128;
+        }
+        std::vector<std::uint8_t> in(n + 41);
+        for (auto& v : in) v = static_cast<std::uint8_t>(rng());
+        std::vector<std::int32_t> want(n + 1, 7), got(n + 1, 7);
+        for (std::size_t i = 0; i < n; ++i) {
+          std::uint32_t s = 0;
+          for (std::size_t t = 0; t < taps; ++t)
+            s += static_cast<std::uint32_t>(w[t]) * in[static_cast<std::size_t>(offset[t]) + i];
+          want[i] = static_cast<std::int32_t>(s);
+        }
+        qks::depthwise_rows(in.data(), n, w.data(), offset.data(), taps, got.data(), k);
+        CAPTURE(taps);
+        CAPTURE(n);
+        CHECK(got == want);
+      }
+}
+
 inline void check_quantize_everything(const qks::Kernels* k) {
   for (float scale : {1.0f, 0.25f, 0.1f, 0.0173f, 2.0f}) {
     check_quantize_all_roundings<std::int8_t>(k, scale, 0);

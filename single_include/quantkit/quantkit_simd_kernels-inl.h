@@ -977,6 +977,13 @@ struct Kernels {
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                        std::size_t n) = nullptr;
+  // out unit i = bytewise max(in unit 2i, in unit 2i + 1); units of `unit` bytes (any size),
+  // int8 or uint8 values.
+  void (*max_pairs)(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed,
+                    std::uint8_t* out) = nullptr;
+  // sum[i] = sum_t w[t] * in[offset[t] + i], i < n, modulo 2^32 (depthwise taps of one plane).
+  void (*depthwise_rows)(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
+                         std::size_t taps, std::int32_t* sum) = nullptr;
 };
 
 }  // namespace simd
@@ -3292,6 +3299,147 @@ HWY_AFTER_NAMESPACE();
 
 #endif  // QUANTKIT_SIMD_REQUANTIZE_INL_H_ toggle
 // ---- end quantkit/simd/requantize-inl.h ----
+// ---- begin quantkit/simd/window-inl.h ----
+// Per-target kernels for the integer executor's window ops on bytes:
+//   - MaxPairs: out unit i = bytewise max(in unit 2i, in unit 2i + 1), units of 1, 2, 4 or 8
+//     bytes, int8 or uint8 values. Two passes of it make a 2x2 stride-2 MaxPool over whole
+//     tensors (pairs of columns, then pairs of rows when a row is one unit), with no per-row loop.
+//   - DepthwiseRows: sum[i] = sum_t w[t] * in[offset[t] + i] for i < n (uint8 in, int32 w and
+//     sums, modulo 2^32): the taps of one depthwise plane over its padded width.
+// Vector targets: ConcatEven/ConcatOdd + Max; widened bytes times broadcast weights. SCALAR:
+// the plain loops.
+
+#if defined(QUANTKIT_SIMD_WINDOW_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef QUANTKIT_SIMD_WINDOW_INL_H_
+#undef QUANTKIT_SIMD_WINDOW_INL_H_
+#else
+#define QUANTKIT_SIMD_WINDOW_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include <hwy/highway.h>
+
+
+HWY_BEFORE_NAMESPACE();
+namespace quantkit {
+namespace simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The bytewise max of two units (the scalar definition, also every tail).
+template <class T>
+HWY_INLINE void MaxUnit(const std::uint8_t* a, const std::uint8_t* b, std::size_t unit, std::uint8_t* out) {
+  for (std::size_t j = 0; j < unit; ++j) {
+    T x, y;
+    std::memcpy(&x, a + j, 1);
+    std::memcpy(&y, b + j, 1);
+    const T m = x < y ? y : x;
+    std::memcpy(out + j, &m, 1);
+  }
+}
+
+template <class T>
+HWY_INLINE void MaxPairsScalar(const std::uint8_t* in, std::size_t begin, std::size_t n_out, std::size_t unit,
+                               std::uint8_t* out) {
+  for (std::size_t i = begin; i < n_out; ++i) MaxUnit<T>(in + 2 * i * unit, in + (2 * i + 1) * unit, unit, out + i * unit);
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// Units as lanes of TU: even and odd lanes of two vectors, compared as bytes of type T.
+template <class TU, class T>
+HWY_INLINE std::size_t MaxPairsLanes(const std::uint8_t* in, std::size_t n_out, std::uint8_t* out) {
+  const hn::ScalableTag<TU> d;
+  const hn::Repartition<T, decltype(d)> db;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t i = 0;
+  for (; i + N <= n_out; i += N) {
+    const auto lo = hn::LoadU(d, reinterpret_cast<const TU*>(in + 2 * i * sizeof(TU)));
+    const auto hi = hn::LoadU(d, reinterpret_cast<const TU*>(in + (2 * i + N) * sizeof(TU)));
+    const auto m = hn::Max(hn::BitCast(db, hn::ConcatEven(d, hi, lo)), hn::BitCast(db, hn::ConcatOdd(d, hi, lo)));
+    hn::StoreU(hn::BitCast(d, m), d, reinterpret_cast<TU*>(out + i * sizeof(TU)));
+  }
+  return i;
+}
+
+// Units of any other size: the two units' bytes a vector at a time.
+template <class T>
+HWY_INLINE std::size_t MaxPairsWide(const std::uint8_t* in, std::size_t n_out, std::size_t unit, std::uint8_t* out) {
+  const hn::ScalableTag<T> d;
+  const std::size_t N = hn::Lanes(d);
+  if (unit < N) return 0;
+  for (std::size_t i = 0; i < n_out; ++i) {
+    const T* a = reinterpret_cast<const T*>(in + 2 * i * unit);
+    const T* b = a + unit;
+    T* o = reinterpret_cast<T*>(out + i * unit);
+    std::size_t j = 0;
+    for (; j + N <= unit; j += N) hn::StoreU(hn::Max(hn::LoadU(d, a + j), hn::LoadU(d, b + j)), d, o + j);
+    j = unit - N;  // the last vector again, overlapping (max is idempotent)
+    hn::StoreU(hn::Max(hn::LoadU(d, a + j), hn::LoadU(d, b + j)), d, o + j);
+  }
+  return n_out;
+}
+
+template <class T>
+HWY_INLINE std::size_t MaxPairsVector(const std::uint8_t* in, std::size_t n_out, std::size_t unit, std::uint8_t* out) {
+  switch (unit) {
+    case 1: return MaxPairsLanes<std::uint8_t, T>(in, n_out, out);
+    case 2: return MaxPairsLanes<std::uint16_t, T>(in, n_out, out);
+    case 4: return MaxPairsLanes<std::uint32_t, T>(in, n_out, out);
+    case 8: return MaxPairsLanes<std::uint64_t, T>(in, n_out, out);
+    default: return MaxPairsWide<T>(in, n_out, unit, out);
+  }
+}
+#endif
+
+inline void MaxPairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed, std::uint8_t* out) {
+  std::size_t done = 0;
+#if HWY_TARGET != HWY_SCALAR
+  done = is_signed ? MaxPairsVector<std::int8_t>(in, n_out, unit, out) : MaxPairsVector<std::uint8_t>(in, n_out, unit, out);
+#endif
+  if (is_signed)
+    MaxPairsScalar<std::int8_t>(in, done, n_out, unit, out);
+  else
+    MaxPairsScalar<std::uint8_t>(in, done, n_out, unit, out);
+}
+
+inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
+                          std::size_t taps, std::int32_t* sum) {
+  std::size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<std::int32_t> d;
+  const hn::Rebind<std::uint8_t, decltype(d)> d8;
+  const std::size_t N = hn::Lanes(d);
+  // Two vectors per pass: taps x 2 independent multiply-adds.
+  for (; i + 2 * N <= n; i += 2 * N) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d);
+    for (std::size_t t = 0; t < taps; ++t) {
+      const auto wt = hn::Set(d, w[t]);
+      const std::uint8_t* p = in + offset[t] + i;
+      a0 = hn::Add(a0, hn::Mul(wt, hn::PromoteTo(d, hn::LoadU(d8, p))));
+      a1 = hn::Add(a1, hn::Mul(wt, hn::PromoteTo(d, hn::LoadU(d8, p + N))));
+    }
+    hn::StoreU(a0, d, sum + i);
+    hn::StoreU(a1, d, sum + i + N);
+  }
+#endif
+  for (; i < n; ++i) {
+    std::uint32_t s = 0;  // modulo 2^32, as the vector lanes
+    for (std::size_t t = 0; t < taps; ++t)
+      s += static_cast<std::uint32_t>(w[t]) * std::uint32_t{in[static_cast<std::size_t>(offset[t]) + i]};
+    sum[i] = static_cast<std::int32_t>(s);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace simd
+}  // namespace quantkit
+HWY_AFTER_NAMESPACE();
+
+#endif  // QUANTKIT_SIMD_WINDOW_INL_H_ toggle
+// ---- end quantkit/simd/window-inl.h ----
 
 HWY_BEFORE_NAMESPACE();
 namespace quantkit {
@@ -3315,6 +3463,8 @@ const Kernels* GetKernelsT() {
     k.histogram = &Histogram;
     k.gemm = GetGemmKernelsT<0>();
     k.lookup_bytes = &LookupBytes;
+    k.max_pairs = &MaxPairs;
+    k.depthwise_rows = &DepthwiseRows;
     return k;
   }();
   return &kernels;

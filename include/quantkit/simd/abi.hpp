@@ -231,6 +231,13 @@ struct Kernels {
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                        std::size_t n) = nullptr;
+  // out unit i = bytewise max(in unit 2i, in unit 2i + 1); units of `unit` bytes (any size),
+  // int8 or uint8 values.
+  void (*max_pairs)(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed,
+                    std::uint8_t* out) = nullptr;
+  // sum[i] = sum_t w[t] * in[offset[t] + i], i < n, modulo 2^32 (depthwise taps of one plane).
+  void (*depthwise_rows)(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
+                         std::size_t taps, std::int32_t* sum) = nullptr;
 };
 
 }  // namespace simd

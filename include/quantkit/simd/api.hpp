@@ -767,6 +767,22 @@ inline void lookup_bytes(const std::uint8_t* table, const std::uint8_t* in, std:
   detail::pick(kernels, &Kernels::lookup_bytes, &HWY_STATIC_DISPATCH(LookupBytes))(table, in, out, n);
 }
 
+// ==================================================================== Window ops on bytes
+
+// out unit i = bytewise max(in unit 2i, in unit 2i + 1) for i < n_out, units of `unit` bytes
+// holding int8 (is_signed) or uint8 values: one pass of a 2-wide, stride-2 max pool.
+inline void max_pairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed, std::uint8_t* out,
+                      const Kernels* kernels = nullptr) {
+  detail::pick(kernels, &Kernels::max_pairs, &HWY_STATIC_DISPATCH(MaxPairs))(in, n_out, unit, is_signed, out);
+}
+
+// sum[i] = sum_t w[t] * in[offset[t] + i] for i < n, modulo 2^32: the taps of a depthwise
+// convolution over one padded plane's rows.
+inline void depthwise_rows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
+                           std::size_t taps, std::int32_t* sum, const Kernels* kernels = nullptr) {
+  detail::pick(kernels, &Kernels::depthwise_rows, &HWY_STATIC_DISPATCH(DepthwiseRows))(in, n, w, offset, taps, sum);
+}
+
 // ==================================================================== Reductions
 
 // Min and max of the finite values of x[0..n) (std::min/std::max order) and the count of

@@ -168,7 +168,9 @@ inline PackedBView PackedBView::from_bytes(const void* bytes, std::size_t size, 
   std::memcpy(&h, bytes, sizeof h);
   if (std::memcmp(h.magic, detail::kPackedBMagic, 8) != 0)
     quantkit::detail::fail(what, ": not a packed B (PackedB::to_bytes): wrong header");
-  const Kernels* k = kernels_for(h.target);
+  // The active kernels' target first: kernels_for asks the CPU (cpuid, slow in a VM) each call.
+  const Kernels& active = active_kernels();
+  const Kernels* k = active.target == h.target ? &active : kernels_for(h.target);
   if (!k || !k->gemm)
     quantkit::detail::fail(what, ": packed for Highway target ", h.target, ", which this program does not run; "
                            "expected bytes packed in this process");

@@ -21,6 +21,7 @@
 #include "quantkit/simd/quantize-inl.h"
 #include "quantkit/simd/reduce-inl.h"
 #include "quantkit/simd/requantize-inl.h"
+#include "quantkit/simd/window-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace quantkit {
@@ -44,6 +45,8 @@ const Kernels* GetKernelsT() {
     k.histogram = &Histogram;
     k.gemm = GetGemmKernelsT<0>();
     k.lookup_bytes = &LookupBytes;
+    k.max_pairs = &MaxPairs;
+    k.depthwise_rows = &DepthwiseRows;
     return k;
   }();
   return &kernels;

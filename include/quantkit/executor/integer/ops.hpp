@@ -412,28 +412,30 @@ inline void pack_windows_positions(const PaddedPlanes& pp, std::int64_t Cg, cons
     }
 }
 
-// Depthwise, planar, stride 1: per kernel tap one long multiply-add over the padded width
-// (the columns past the output width are computed and dropped).
+// Depthwise, planar, stride 1: the C planes of an image padded once, then per plane all taps
+// over the padded width at once (simd::depthwise_rows; the columns past the output width are
+// computed and dropped).
 template <class TW>
 void depthwise_planar(const std::uint8_t* x, std::int64_t N, std::int64_t C, const TW* w, const ops::WindowGeometry& g,
                       std::uint8_t pad, std::uint8_t mask, std::int32_t* acc) {
   const std::int64_t ks = g.kernel_size(), OH = g.out[1], OW = g.out[2], P = OH * OW;
   const std::int64_t in_size = g.in_size();
-  for (std::int64_t n = 0; n < N; ++n)
+  std::int32_t* wk = scratch<std::int32_t, 8>(static_cast<std::size_t>(C * ks));
+  for (std::int64_t i = 0; i < C * ks; ++i) wk[i] = w[i];
+  std::int64_t* offset = scratch<std::int64_t, 7>(static_cast<std::size_t>(ks));
+  for (std::int64_t n = 0; n < N; ++n) {
+    const PaddedPlanes pp = pad_planes(x + n * C * in_size, C, g, pad, mask, static_cast<std::size_t>(g.kernel[2]));
+    const std::int64_t wide = OH * pp.wp, plane = pp.hp * pp.wp;
+    for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+      for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) offset[kh * g.kernel[2] + kw] = kh * g.dilation[1] * pp.wp + kw;
+    std::int32_t* sum = scratch<std::int32_t, 5>(static_cast<std::size_t>(wide));
     for (std::int64_t c = 0; c < C; ++c) {
-      const PaddedPlanes pp = pad_planes(x + (n * C + c) * in_size, 1, g, pad, mask, static_cast<std::size_t>(g.kernel[2]));
-      const std::int64_t wide = OH * pp.wp;
-      std::int32_t* sum = scratch<std::int32_t, 5>(static_cast<std::size_t>(wide));
-      std::fill(sum, sum + wide, 0);
-      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
-        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const std::int32_t wk = w[c * ks + kh * g.kernel[2] + kw];
-          const std::uint8_t* src = pp.data + kh * g.dilation[1] * pp.wp + kw;
-          for (std::int64_t i = 0; i < wide; ++i) sum[i] += wk * static_cast<std::int32_t>(src[i]);
-        }
+      simd::depthwise_rows(pp.data + c * plane, static_cast<std::size_t>(wide), wk + c * ks, offset,
+                           static_cast<std::size_t>(ks), sum);
       std::int32_t* out = acc + (n * C + c) * P;
-      for (std::int64_t oh = 0; oh < OH; ++oh) std::copy(sum + oh * pp.wp, sum + oh * pp.wp + OW, out + oh * OW);
+      for (std::int64_t oh = 0; oh < OH; ++oh) std::memcpy(out + oh * OW, sum + oh * pp.wp, static_cast<std::size_t>(OW) * 4);
     }
+  }
 }
 
 // Depthwise (one input and one output channel per group): acc[n, c, p] = sum_k w[c, k] x'[...],
@@ -480,9 +482,11 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
   const Dims out_shape = ops::conv_output_shape(x.shape(), M, g);
   const simd::GemmKernels& kernels = simd::gemm_kernels();
   const bool w_signed = w.dtype() == DType::int8;
+  // Depthwise convolutions are accumulated here, with unsigned activations (no GEMM).
+  const bool depthwise = Cg == 1 && Mg == 1;
   // The activations' signedness in the GEMM: the other one than the weights' where the kernels
   // need mixed signs, else unsigned.
-  const bool x_signed_in_gemm = kernels.needs_mixed_signs && !w_signed;
+  const bool x_signed_in_gemm = !depthwise && kernels.needs_mixed_signs && !w_signed;
   const std::uint8_t mask = static_cast<std::uint8_t>((x.dtype() == DType::int8) != x_signed_in_gemm ? 0x80 : 0x00);
   // z'_x: the zero point as the GEMM sees it.
   const std::int32_t zx = xa.zero_point + (x.dtype() == DType::int8 && !x_signed_in_gemm ? 128 : 0) -
@@ -524,7 +528,6 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
 
   // Images are processed in chunks whose int32 accumulators (~128 KiB) stay in cache until
   // requantized.
-  const bool depthwise = Cg == 1 && Mg == 1;
   const std::int64_t chunk =
       std::max<std::int64_t>(1, std::int64_t{32768} / std::max<std::int64_t>((depthwise ? M : Mg) * P, 1));
   if (depthwise) {
@@ -863,6 +866,18 @@ inline void max_pool_int8(OpContext& ctx) {
   const ops::WindowGeometry g = ops::detail::pool_geometry(ctx, x.shape());
   const WindowRange rd = window_range(g, 0), rh = window_range(g, 1), rw = window_range(g, 2);
   Tensor y(x.dtype(), ops::conv_output_shape(x.shape(), x.dim(1), g));
+  if (tiled_windows(g) && g.kernel[1] == 2 && g.kernel[2] == 2) {
+    // 2x2, stride 2: pairs of columns over the whole tensor (the width is even), then pairs of
+    // rows, a row being one unit (the height is even).
+    const auto columns = static_cast<std::size_t>(x.size() / 2);
+    std::uint8_t* half = scratch<std::uint8_t, 8>(columns);
+    const bool is_signed = x.dtype() == DType::int8;
+    simd::max_pairs(static_cast<const std::uint8_t*>(x.raw()), columns, 1, is_signed, half);
+    simd::max_pairs(half, static_cast<std::size_t>(x.dim(0) * x.dim(1) * g.out[1]), static_cast<std::size_t>(g.out[2]),
+                    is_signed, static_cast<std::uint8_t*>(y.raw()));
+    ctx.set_output(0, std::move(y));
+    return;
+  }
   if (tiled_windows(g)) {
     visit_int8(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
