@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -447,6 +448,45 @@ TEST_CASE("integer mode: MaxPool on int8/uint8 equals the float MaxPool of the d
         CHECK(intr.run({{"x", x}}).at("y") == want);
       }
       hwy::SetSupportedTargetsForTest(0);
+    }
+}
+
+TEST_CASE("integer mode: tiled AveragePool windows equal the general window loop bit for bit") {
+  // An image one row and column larger than a whole number of windows has the same windows
+  // (floor mode) but takes the general loop: both outputs must be the same bytes.
+  std::mt19937 rng(19);
+  for (std::int64_t k : {2, 3})
+    for (DType t : {DType::uint8, DType::int8}) {
+      CAPTURE(k);
+      const std::int64_t H = 2 * k, W = 3 * k;
+      const Tensor big = random_ints(t, {2, 5, H + 1, W + 1}, rng, t == DType::uint8 ? 0 : -128, t == DType::uint8 ? 255 : 127);
+      Tensor small(t, qk::Dims{2, 5, H, W});
+      for (std::int64_t p = 0; p < 10; ++p)
+        for (std::int64_t h = 0; h < H; ++h)
+          for (std::int64_t w = 0; w < W; ++w)
+            std::memcpy(static_cast<std::uint8_t*>(small.raw()) + (p * H + h) * W + w,
+                        static_cast<const std::uint8_t*>(big.raw()) + (p * (H + 1) + h) * (W + 1) + w, 1);
+      Graph g;
+      g.opset = 13;
+      g.inputs = {info("x", t)};
+      g.outputs = {info("y", t)};
+      add_init(g, "s", Tensor::scalar(0.04f));
+      add_init(g, "z", t == DType::uint8 ? Tensor::scalar<std::uint8_t>(7) : Tensor::scalar<std::int8_t>(-9));
+      add_init(g, "ys", Tensor::scalar(0.013f));
+      add_init(g, "yz", t == DType::uint8 ? Tensor::scalar<std::uint8_t>(120) : Tensor::scalar<std::int8_t>(3));
+      g.nodes.push_back(node("DequantizeLinear", {"x", "s", "z"}, {"xf"}));
+      g.nodes.push_back(node("AveragePool", {"xf"}, {"yf"}, {{"kernel_shape", Is({k, k})}, {"strides", Is({k, k})}}));
+      g.nodes.push_back(node("QuantizeLinear", {"yf", "ys", "yz"}, {"y"}));
+      qk::Executor<qk::IntegerMode> intr(g);
+      REQUIRE(intr.mode().integer_count() == 1);
+      const Tensor a = intr.run({{"x", small}}).at("y");
+      const Tensor b = intr.run({{"x", big}}).at("y");
+      REQUIRE(a.shape() == b.shape());
+      CHECK(a == b);
+      // and within one step of the float pool
+      qk::Executor<> fake(g);
+      const Tensor f = fake.run({{"x", small}}).at("y");
+      for (std::int64_t i = 0; i < f.size(); ++i) CHECK(std::labs(static_cast<long>(f.as_int64(i) - a.as_int64(i))) <= 1);
     }
 }
 

@@ -2339,12 +2339,19 @@ using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std
 
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
 // element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+// `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
+// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows).
+template <class In, class Out>
+using RowsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                        std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat);
+
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
+  RowsFn<In, Out> rows = nullptr;  // optional: ConstantRuns in one call
 };
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
@@ -2354,6 +2361,10 @@ template <class In, class Out>
 HWY_INLINE void ConstantRuns(const Runs<In, Out>& runs, const In* x, std::ptrdiff_t sx, Out* q,
                              std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                              std::int64_t dat) {
+  if (runs.rows != nullptr) {
+    runs.rows(runs.args, x, sx, q, sq, count, n, at, dat);
+    return;
+  }
   for (std::size_t k = 0; k < count; ++k) {
     runs.constant(runs.args, x, q, n, at);
     x += sx;
@@ -4496,10 +4507,17 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
+// Short rows with constant parameters (per-channel rows of small images): one call for all.
+template <class Out, class Scheme>
+void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                    std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+}
+
 template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false, &RequantizeRows<Out, Scheme>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 
@@ -4705,6 +4723,18 @@ inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int3
     }
     hn::StoreU(a0, d, sum + i);
     hn::StoreU(a1, d, sum + i + N);
+  }
+  // The rest a vector at a time, the last one overlapping what is done (same values again).
+  if (i < n && n >= N) {
+    for (;; i += N) {
+      if (i + N > n) i = n - N;
+      auto a0 = hn::Zero(d);
+      for (std::size_t t = 0; t < taps; ++t)
+        a0 = hn::Add(a0, hn::Mul(hn::Set(d, w[t]), hn::PromoteTo(d, hn::LoadU(d8, in + offset[t] + i))));
+      hn::StoreU(a0, d, sum + i);
+      if (i + N == n) break;
+    }
+    i = n;
   }
 #endif
   for (; i < n; ++i) {

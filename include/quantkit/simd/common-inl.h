@@ -65,12 +65,19 @@ using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std
 
 // The run functions of one kernel instantiation: parameters constant over the run, or one per
 // element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
+// `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
+// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows).
+template <class In, class Out>
+using RowsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                        std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat);
+
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;
   RunFn<In, Out> per_element;
   const void* args;
   bool staging;
+  RowsFn<In, Out> rows = nullptr;  // optional: ConstantRuns in one call
 };
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
@@ -80,6 +87,10 @@ template <class In, class Out>
 HWY_INLINE void ConstantRuns(const Runs<In, Out>& runs, const In* x, std::ptrdiff_t sx, Out* q,
                              std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                              std::int64_t dat) {
+  if (runs.rows != nullptr) {
+    runs.rows(runs.args, x, sx, q, sq, count, n, at, dat);
+    return;
+  }
   for (std::size_t k = 0; k < count; ++k) {
     runs.constant(runs.args, x, q, n, at);
     x += sx;

@@ -339,10 +339,17 @@ void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t 
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
+// Short rows with constant parameters (per-channel rows of small images): one call for all.
+template <class Out, class Scheme>
+void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                    std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+}
+
 template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false};
+                                     &RequantizeRun<Out, Scheme, true>, &a, false, &RequantizeRows<Out, Scheme>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
 }
 

@@ -124,6 +124,18 @@ inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int3
     hn::StoreU(a0, d, sum + i);
     hn::StoreU(a1, d, sum + i + N);
   }
+  // The rest a vector at a time, the last one overlapping what is done (same values again).
+  if (i < n && n >= N) {
+    for (;; i += N) {
+      if (i + N > n) i = n - N;
+      auto a0 = hn::Zero(d);
+      for (std::size_t t = 0; t < taps; ++t)
+        a0 = hn::Add(a0, hn::Mul(hn::Set(d, w[t]), hn::PromoteTo(d, hn::LoadU(d8, in + offset[t] + i))));
+      hn::StoreU(a0, d, sum + i);
+      if (i + N == n) break;
+    }
+    i = n;
+  }
 #endif
   for (; i < n; ++i) {
     std::uint32_t s = 0;  // modulo 2^32, as the vector lanes

@@ -841,6 +841,16 @@ template <class T, class Acc, class F>
 void reduce_tiled(const T* x, std::int64_t planes, const ops::WindowGeometry& g, Acc init, F f, Acc* out) {
   const std::int64_t KH = g.kernel[1], KW = g.kernel[2], W = g.in[2], OW = g.out[2];
   const std::int64_t rows = planes * g.out[1];
+  if (KH == 2 && KW == 2) {  // the common case, without the line buffer's loops per row
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* a = x + r * 2 * W;
+      const T* b = a + W;
+      Acc* o = out + r * OW;
+      for (std::int64_t ow = 0; ow < OW; ++ow)
+        o[ow] = f(f(f(f(init, a[2 * ow]), a[2 * ow + 1]), b[2 * ow]), b[2 * ow + 1]);
+    }
+    return;
+  }
   Acc* line = scratch<Acc, 7>(static_cast<std::size_t>(W));
   for (std::int64_t r = 0; r < rows; ++r) {
     const T* src = x + r * KH * W;
