@@ -368,6 +368,25 @@ TEST_CASE("QuantizeLinear / DequantizeLinear: half-even ties, saturation, per-ax
                  "expected one per index along the axis"));
 }
 
+TEST_CASE("QuantizeLinear / DequantizeLinear: 16-bit (uint16, int16), opset 21") {
+  const Tensor x = f32({6}, {0.5f, 1.5f, -2.5f, -1e9f, 1e9f, 300.25f});
+  CHECK(run1("QuantizeLinear", {x, f32({}, {0.25f}), tensor<std::uint16_t>({}, {32768})}, {}, 21).to_vector<std::uint16_t>() ==
+        std::vector<std::uint16_t>{32770, 32774, 32758, 0, 65535, 33969});
+  CHECK(run1("QuantizeLinear", {x, f32({}, {0.25f}), tensor<std::int16_t>({}, {-7})}, {}, 21).to_vector<std::int16_t>() ==
+        std::vector<std::int16_t>{-5, -1, -17, -32768, 32767, 1194});
+  CHECK(run1("QuantizeLinear", {f32({2, 2}, {1, 2, 3, 4}), f32({2}, {1, 2}), tensor<std::int16_t>({2}, {0, 300})}, {}, 21)
+            .to_vector<std::int16_t>() == std::vector<std::int16_t>{1, 301, 3, 302});
+  check_floats(run1("DequantizeLinear", {tensor<std::uint16_t>({3}, {0, 32768, 65535}), f32({}, {0.5f}),
+                                         tensor<std::uint16_t>({}, {32768})}, {}, 21),
+               {3}, {-16384, 0, 16383.5f});
+  check_floats(run1("DequantizeLinear", {tensor<std::int16_t>({2, 2}, {-32768, 2, 3, 32767}), f32({2}, {1, 10}),
+                                         tensor<std::int16_t>({2}, {0, 1})}, {{"axis", I(0)}}, 21),
+               {2, 2}, {-32768, 2, 20, 327660});
+  // The zero point's type is the output's: a uint16 zero point with an int8 input is an error.
+  CHECK(contains(error_of([&] { run1("DequantizeLinear", {tensor<std::int8_t>({1}, {1}), f32({}, {1}), tensor<std::uint16_t>({}, {0})}, {}, 21); }),
+                 "expected int8"));
+}
+
 TEST_CASE("DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv") {
   auto d = run_op("DynamicQuantizeLinear", {f32({4}, {-1, 0, 1, 2})}, {}, 17, 3);
   CHECK(d[0].to_vector<std::uint8_t>() == std::vector<std::uint8_t>{0, 85, 170, 255});

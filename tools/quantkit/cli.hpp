@@ -180,8 +180,7 @@ graph::Tensor slice_rows(const graph::Tensor& t, std::int64_t start, std::int64_
 // Reads an ONNX model for execution. Beyond onnx::load: 4-bit initializers (int4/uint4, opset
 // 21) are unpacked to int8/uint8 (the same values; DequantizeLinear is unchanged) and blocked
 // DequantizeLinear of an initializer (per-group weights) is folded into a float initializer,
-// so every QDQ model `quantkit quantize` writes with 8-bit activations runs; 16-bit tensors are
-// an error naming the tensor (the executor's QuantizeLinear is 8-bit).
+// so every QDQ model `quantkit quantize` writes runs (16-bit tensors as they are).
 graph::Graph read_model(const std::string& path);
 // Already quantized: QuantizeLinear/DequantizeLinear (QDQ) or QLinear*/*Integer ops.
 bool is_quantized(const graph::Graph& g);

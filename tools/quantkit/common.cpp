@@ -343,11 +343,13 @@ graph::Tensor read_npy(const std::string& path) {
     case npy::DType::f32: t = graph::DType::float32; break;
     case npy::DType::i8: t = graph::DType::int8; break;
     case npy::DType::u8: t = graph::DType::uint8; break;
+    case npy::DType::i16: t = graph::DType::int16; break;
+    case npy::DType::u16: t = graph::DType::uint16; break;
     case npy::DType::i32: t = graph::DType::int32; break;
     case npy::DType::i64: t = graph::DType::int64; break;
     default:
       quantkit::detail::fail("file '", path, "': dtype ", npy::descr(a.dtype),
-                             "; expected float32, int8, uint8, int32 or int64 (e.g. x.astype(numpy.float32))");
+                             "; expected float32, int8, uint8, int16, uint16, int32 or int64 (e.g. x.astype(numpy.float32))");
   }
   graph::Tensor out(t, a.shape, path);
   if (!a.bytes.empty()) std::memcpy(out.raw(), a.bytes.data(), a.bytes.size());
@@ -407,6 +409,8 @@ void write_npy(const std::string& path, const graph::Tensor& t) {
     case graph::DType::int8: npy::save(path, npy::DType::i8, t.shape(), t.raw()); break;
     case graph::DType::uint8:
     case graph::DType::boolean: npy::save(path, npy::DType::u8, t.shape(), t.raw()); break;  // bool as 0/1
+    case graph::DType::int16: npy::save(path, npy::DType::i16, t.shape(), t.raw()); break;
+    case graph::DType::uint16: npy::save(path, npy::DType::u16, t.shape(), t.raw()); break;
     case graph::DType::int32: npy::save(path, npy::DType::i32, t.shape(), t.raw()); break;
     case graph::DType::int64: npy::save(path, npy::DType::i64, t.shape(), t.raw()); break;
     case graph::DType::undefined:

@@ -39,12 +39,7 @@ Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mo
       break;
     case Mode::integer: {
       if (!quantized && !qm) need_calibration("int");
-      if (!quantized)
-        for (const auto& kv : qm->tensors)
-          if (kv.second.format.bits == 16)
-            usage_fail("--mode int: tensor '", kv.first, "' is ", kv.second.format.name(),
-                       "; the integer mode runs 8-bit activations and 4- or 8-bit weights (expected --act-bits 8 "
-                       "and --weight-bits 4 or 8 without --int16; --mode fake runs 16-bit)");
+      // Nodes around 16-bit tensors stay float (fake quant), as the integer mode report says.
       impl_ = make_integer_runner(quantized ? model : qdq_graph(*qm), scale);
       impl_->description = std::string("integer (") + to_string(scale) + " requantization" +
                            (quantized ? "" : ", calibrated in memory") + ")";

@@ -6,8 +6,7 @@
 //     DequantizeLinear computes the same (q - zp) * s and the integer mode sees int8 weights;
 //   - a blocked DequantizeLinear (block_size) of an initializer is folded into the float
 //     initializer it computes (the executor's DequantizeLinear has no block_size).
-// 16-bit tensors (int16/uint16: A16 activations, W16 weights) are an error naming the tensor:
-// the executor's QuantizeLinear writes 8-bit integers only.
+// 16-bit tensors (int16/uint16: A16 activations, W16 weights) load as they are.
 #include "model_io.hpp"
 
 #include <cmath>
@@ -86,11 +85,6 @@ void unpack_4bit(::onnx::TensorProto& t, const std::string& path) {
 
 void prepare_tensors(::onnx::ModelProto& m, const std::string& path) {
   for (auto& t : *m.mutable_graph()->mutable_initializer()) {
-    if (t.data_type() == onnx_int16 || t.data_type() == onnx_uint16)
-      quantkit::detail::fail("file '", path, "': tensor '", t.name(), "' is ", onnx_type_name(t.data_type()),
-                             "; quantkit's executor runs QDQ models with 8-bit activations and 4- or 8-bit "
-                             "weights, expected no 16-bit tensors (ONNX Runtime runs this model; on the float "
-                             "model, --mode fake with --calib and the quantize options computes the same)");
     if (t.data_type() == onnx_int4 || t.data_type() == onnx_uint4) unpack_4bit(t, path);
   }
 }

@@ -18,7 +18,7 @@
 namespace quantkit {
 namespace npy {
 
-enum class DType { f32, f64, i8, u8, i16, i32, i64 };
+enum class DType { f32, f64, i8, u8, i16, u16, i32, i64 };
 
 inline const char* descr(DType t) {
   switch (t) {
@@ -27,6 +27,7 @@ inline const char* descr(DType t) {
     case DType::i8: return "|i1";
     case DType::u8: return "|u1";
     case DType::i16: return "<i2";
+    case DType::u16: return "<u2";
     case DType::i32: return "<i4";
     case DType::i64: return "<i8";
   }
@@ -35,7 +36,7 @@ inline const char* descr(DType t) {
 inline std::size_t item_size(DType t) {
   switch (t) {
     case DType::i8: case DType::u8: return 1;
-    case DType::i16: return 2;
+    case DType::i16: case DType::u16: return 2;
     case DType::f32: case DType::i32: return 4;
     case DType::f64: case DType::i64: return 8;
   }
@@ -48,6 +49,7 @@ template <> constexpr DType dtype_of<double>() { return DType::f64; }
 template <> constexpr DType dtype_of<std::int8_t>() { return DType::i8; }
 template <> constexpr DType dtype_of<std::uint8_t>() { return DType::u8; }
 template <> constexpr DType dtype_of<std::int16_t>() { return DType::i16; }
+template <> constexpr DType dtype_of<std::uint16_t>() { return DType::u16; }
 template <> constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
 template <> constexpr DType dtype_of<std::int64_t>() { return DType::i64; }
 
@@ -111,7 +113,7 @@ inline Array parse(const std::vector<unsigned char>& data, const std::string& fi
   const std::string d = detail::header_value(header, "descr", file);
   Array a;
   bool found = false;
-  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64}) {
+  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::i64}) {
     const std::string s = descr(t);
     if (d == "'" + s + "'" || (s[0] == '|' && d == "'<" + s.substr(1) + "'")) {
       a.dtype = t;

@@ -116,7 +116,7 @@ inline Header read_header(const std::string& path) {
   h.file = path;
   const std::string d = npy::detail::header_value(text, "descr", path);
   bool found = false;
-  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64}) {
+  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::u16, DType::i32, DType::i64}) {
     const std::string s = descr(t);
     if (d == "'" + s + "'" || (s[0] == '|' && d == "'<" + s.substr(1) + "'")) {
       h.dtype = t;

@@ -409,8 +409,8 @@ inline ::onnx::ModelProto to_qdq_proto(const ptq::QuantizedModel& qm, const QdqO
 }
 
 // The QDQ model as a graph, as quantkit::onnx::load reads back the file save_qdq writes: what
-// IntegerMode runs and quantkit::cpp_export exports. (The graph IR holds 8-bit integers: a
-// model with 4- or 16-bit tensors is an error naming the tensor.)
+// IntegerMode runs and quantkit::cpp_export exports. (The graph IR holds 8- and 16-bit
+// integers: a model with 4-bit tensors is an error naming the tensor.)
 inline graph::Graph qdq_graph(const ptq::QuantizedModel& qm, const QdqOptions& opt = {}) {
   const ::onnx::ModelProto m = to_qdq_proto(qm, opt);
   return from_proto(m, qm.graph.source.empty() ? std::string("<QDQ model>") : qm.graph.source + " (QDQ)");

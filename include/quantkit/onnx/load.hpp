@@ -90,6 +90,8 @@ inline graph::DType dtype_from_onnx(int t) {
     case 1: return graph::DType::float32;
     case 2: return graph::DType::uint8;
     case 3: return graph::DType::int8;
+    case 4: return graph::DType::uint16;
+    case 5: return graph::DType::int16;
     case 6: return graph::DType::int32;
     case 7: return graph::DType::int64;
     case 9: return graph::DType::boolean;
@@ -102,6 +104,8 @@ inline int dtype_to_onnx(graph::DType t) {
     case graph::DType::float32: return 1;
     case graph::DType::uint8: return 2;
     case graph::DType::int8: return 3;
+    case graph::DType::uint16: return 4;
+    case graph::DType::int16: return 5;
     case graph::DType::int32: return 6;
     case graph::DType::int64: return 7;
     case graph::DType::boolean: return 9;
@@ -130,7 +134,7 @@ inline graph::Tensor tensor_from_proto(const ::onnx::TensorProto& p, const std::
   const graph::DType dt = dtype_from_onnx(p.data_type());
   if (dt == graph::DType::undefined)
     fail(w.prefix(), name, " has element type ", onnx_type_name(p.data_type()),
-         ", which is not supported; expected FLOAT, UINT8, INT8, INT32, INT64 or BOOL");
+         ", which is not supported; expected FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64 or BOOL");
   if (p.dims_size() > max_rank)
     fail(w.prefix(), name, " has rank ", p.dims_size(), "; expected at most ", max_rank);
   Dims shape = Dims::from(p.dims().begin(), p.dims().end());
@@ -204,7 +208,7 @@ inline graph::ValueInfo value_info_from_proto(const ::onnx::ValueInfoProto& v, c
   info.dtype = dtype_from_onnx(tt.elem_type());
   if (strict && info.dtype == graph::DType::undefined)
     fail(w.prefix(), "value '", v.name(), "' has element type ", onnx_type_name(tt.elem_type()),
-         ", which is not supported; expected FLOAT, UINT8, INT8, INT32, INT64 or BOOL");
+         ", which is not supported; expected FLOAT, UINT8, INT8, UINT16, INT16, INT32, INT64 or BOOL");
   if (tt.has_shape()) {
     info.has_shape = true;
     if (tt.shape().dim_size() > max_rank)

@@ -31,6 +31,8 @@ inline IntRange range_of(DType t) {
   switch (t) {
     case DType::int8: return {-128, 127};
     case DType::uint8: return {0, 255};
+    case DType::int16: return {-32768, 32767};
+    case DType::uint16: return {0, 65535};
     case DType::int32: return {std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()};
     default: return {0, 0};
   }
@@ -157,8 +159,8 @@ inline void op_quantize_linear(OpContext& ctx) {
   const Tensor& x0 = ctx.input(0);
   const Tensor* zp = ctx.optional_input(2);
   const DType qtype = zp ? zp->dtype() : DType::uint8;
-  if (qtype != DType::int8 && qtype != DType::uint8)
-    ctx.fail("zero point has element type ", graph::to_string(qtype), "; expected int8 or uint8");
+  if (qtype != DType::int8 && qtype != DType::uint8 && qtype != DType::int16 && qtype != DType::uint16)
+    ctx.fail("zero point has element type ", graph::to_string(qtype), "; expected int8, uint8, int16 or uint16");
   Tensor xf;
   const Tensor* x = &x0;
   if (x0.dtype() == DType::int32) {  // opset 10-12 accept int32 input
@@ -172,7 +174,8 @@ inline void op_quantize_linear(OpContext& ctx) {
   Tensor y(qtype, x->shape());
   graph::visit_dtype(qtype, [&](auto tag) {
     using Q = decltype(tag);
-    if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t>)
+    if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int16_t> ||
+                  std::is_same_v<Q, std::uint16_t>)
       ref::quantize(x->view<float>(), p, y.view<Q>(), RoundHalfEven{}, ScaleApplicationKind::divide);
   });
   ctx.set_output(0, std::move(y));
@@ -180,8 +183,9 @@ inline void op_quantize_linear(OpContext& ctx) {
 
 inline void op_dequantize_linear(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if (x.dtype() != DType::int8 && x.dtype() != DType::uint8 && x.dtype() != DType::int32)
-    ctx.fail("input has element type ", graph::to_string(x.dtype()), "; expected int8, uint8 or int32");
+  if (x.dtype() != DType::int8 && x.dtype() != DType::uint8 && x.dtype() != DType::int16 && x.dtype() != DType::uint16 &&
+      x.dtype() != DType::int32)
+    ctx.fail("input has element type ", graph::to_string(x.dtype()), "; expected int8, uint8, int16, uint16 or int32");
   const Tensor* zp = ctx.optional_input(2);
   const QuantParams p = detail::linear_params(ctx, x.shape(), ctx.input(1), zp, x.dtype());
   if (x.dtype() == DType::int32)
@@ -190,7 +194,8 @@ inline void op_dequantize_linear(OpContext& ctx) {
   Tensor y(DType::float32, x.shape());
   graph::visit_dtype(x.dtype(), [&](auto tag) {
     using Q = decltype(tag);
-    if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int32_t>)
+    if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int16_t> ||
+                  std::is_same_v<Q, std::uint16_t> || std::is_same_v<Q, std::int32_t>)
       ref::dequantize(x.view<Q>(), p, y.view<float>());
   });
   ctx.set_output(0, std::move(y));
