@@ -109,15 +109,21 @@ struct QParams {
 QParams activation_params(float lo, float hi, DType t) {
   lo = std::min(lo, 0.0f);
   hi = std::max(hi, 0.0f);
-  const float s = hi > lo ? (hi - lo) / 255.0f : 1.0f;
-  const float qmin = t == DType::uint8 ? 0.0f : -128.0f;
+  const bool wide = t == DType::uint16 || t == DType::int16;
+  const float levels = wide ? 65535.0f : 255.0f;
+  const float s = hi > lo ? (hi - lo) / levels : 1.0f;
+  const float qmin = t == DType::uint8 || t == DType::uint16 ? 0.0f : wide ? -32768.0f : -128.0f;
   const float z = std::nearbyint(qmin - lo / s);
-  return {s, static_cast<std::int32_t>(std::min(std::max(z, qmin), qmin + 255.0f))};
+  return {s, static_cast<std::int32_t>(std::min(std::max(z, qmin), qmin + levels))};
 }
 
 Tensor zp_tensor(DType t, std::int32_t z, const std::string& name) {
-  return t == DType::uint8 ? Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(z), name)
-                           : Tensor::scalar<std::int8_t>(static_cast<std::int8_t>(z), name);
+  switch (t) {
+    case DType::uint8: return Tensor::scalar<std::uint8_t>(static_cast<std::uint8_t>(z), name);
+    case DType::uint16: return Tensor::scalar<std::uint16_t>(static_cast<std::uint16_t>(z), name);
+    case DType::int16: return Tensor::scalar<std::int16_t>(static_cast<std::int16_t>(z), name);
+    default: return Tensor::scalar<std::int8_t>(static_cast<std::int8_t>(z), name);
+  }
 }
 
 // QDQ graph from a float graph and a calibration input: every float activation v (node
@@ -198,23 +204,27 @@ double max_steps(const Tensor& a, const Tensor& b, float step) {
 }
 
 template <class Scheme>
-double compare_modes(const Graph& qdq, const Tensor& x, bool print, const char* scheme_name, bool all_integer = true) {
+double compare_modes(const Graph& qdq, const Tensor& x, bool print, const char* scheme_name, bool all_integer = true,
+                     const char* wide_float = nullptr) {
   qk::Executor<> fake(qdq);
   qk::Executor<qk::IntegerModeT<Scheme>> intr(qdq);
   // Everything this mode covers is integer (the shift schemes cannot express multipliers > 1
-  // or 1.5: those nodes stay float, and say so).
+  // or 1.5: those nodes stay float, and say so; with 16-bit activations, `wide_float` names the
+  // one node whose reduction is too long for int32).
   for (const auto& r : intr.mode().report()) {
     const std::string what = r.node + " (" + r.op_type + "): " + r.detail;
     CAPTURE(what);
-    CHECK((r.integer || (!all_integer && r.detail.find("cannot express") != std::string::npos)));
+    const bool too_long = wide_float && r.node == wide_float &&
+                          r.detail.find("could overflow the int32 accumulator") != std::string::npos;
+    CHECK((r.integer || too_long || (!all_integer && r.detail.find("cannot express") != std::string::npos)));
   }
   if (all_integer) {
-    CHECK(intr.mode().float_nodes().empty());
-    CHECK(intr.mode().integer_count() == 14);
+    CHECK(intr.mode().float_nodes().size() == (wide_float ? 1u : 0u));
+    CHECK(intr.mode().integer_count() == (wide_float ? 13u : 14u));
     for (const auto& n : intr.graph().nodes) {
       CHECK(n.op_type != "Conv");
       CHECK(n.op_type != "Gemm");
-      CHECK(n.op_type != "MatMul");
+      if (!wide_float) CHECK(n.op_type != "MatMul");
     }
   }
   qk::RunOptions opt;
@@ -264,6 +274,26 @@ TEST_CASE("integer mode: a QDQ CNN runs in integers within one step of fake quan
     compare_modes<qk::PowerOfTwo<qk::RoundHalfAway>>(qdq, x, true, "PowerOfTwo<HalfAway>", false);
     compare_modes<qk::SingleShift>(qdq, x, true, "SingleShift", false);
     compare_modes<qk::DoubleShift>(qdq, x, true, "DoubleShift", false);
+  }
+}
+
+TEST_CASE("integer mode: 16-bit activations (uint16, int16) run in integers within one step of fake quant") {
+  // A16W8: every node integer but the MatMul (see below), int8 weights, outputs within one
+  // 16-bit step of the float fake-quant graph (as for 8 bits).
+  std::mt19937 rng(42);
+  const Graph f = float_cnn(rng);
+  const Tensor calib = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  const Tensor x = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  for (DType act : {DType::uint16, DType::int16}) {
+    const Graph qdq = make_qdq(f, calib, act);
+    const char* at = act == DType::uint16 ? "u16" : "s16";
+    CAPTURE(at);
+    std::printf("[integer] activations %s\n", at);
+    // The MatMul reduces 576 products: too long for 16-bit inputs in int32, it stays float.
+    CHECK(compare_modes<qk::FloatMultiplier<qk::RoundHalfEven>>(qdq, x, true, "FloatMultiplier<HalfEven>", true,
+                                                                "mm_node") <= 1.0);
+    CHECK(compare_modes<qk::FixedPointDoubleRounding>(qdq, x, true, "FixedPointDoubleRounding", true, "mm_node") <= 1.0);
+    CHECK(compare_modes<qk::FixedPointSingleRounding>(qdq, x, true, "FixedPointSingleRounding", true, "mm_node") <= 1.0);
   }
 }
 
@@ -368,6 +398,18 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     REQUIRE(intr.graph().nodes.size() == 1);
     CHECK(intr.graph().nodes[0].op_type == "IntConv");
     const Tensor want = ref.run({{"x", x}}).at("y");
+    if (xt == DType::uint8) {
+      // The same values as uint16 (zero point too) take the 16-bit path (im2col of uint16, the
+      // wide GEMM): the same accumulators, so the same output bytes.
+      Graph d16 = d;
+      d16.inputs[0].dtype = DType::uint16;
+      add_init(d16, "xz", Tensor::scalar<std::uint16_t>(static_cast<std::uint16_t>(xz)));
+      Tensor x16(DType::uint16, x.shape());
+      for (std::int64_t i = 0; i < x.size(); ++i) x16.data<std::uint16_t>()[i] = x.data<std::uint8_t>()[i];
+      qk::Executor<FloatScheme> i16(d16);
+      REQUIRE(i16.mode().integer_count() == 1);
+      CHECK(i16.run({{"x", x16}}).at("y") == want);
+    }
     // Every target's GEMM kernels (their panel widths differ).
     for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
       CAPTURE(k->name);
@@ -405,7 +447,17 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
     qk::Executor<FloatScheme> intr(d);
     REQUIRE(intr.mode().integer_count() == 1);
     CHECK(intr.graph().nodes[0].op_type == "IntMatMul");
-    CHECK(ref.run({{"a", a}}).at("y") == intr.run({{"a", a}}).at("y"));
+    const Tensor want = ref.run({{"a", a}}).at("y");
+    CHECK(want == intr.run({{"a", a}}).at("y"));
+    // uint16 A holding the same values: the 16-bit path, the same bytes.
+    Graph d16 = d;
+    d16.inputs[0].dtype = DType::uint16;
+    add_init(d16, "az", Tensor::scalar<std::uint16_t>(static_cast<std::uint16_t>(100 + trial)));
+    Tensor a16(DType::uint16, a.shape());
+    for (std::int64_t i = 0; i < a.size(); ++i) a16.data<std::uint16_t>()[i] = a.data<std::uint8_t>()[i];
+    qk::Executor<FloatScheme> i16(d16);
+    REQUIRE(i16.mode().integer_count() == 1);
+    CHECK(i16.run({{"a", a16}}).at("y") == want);
   }
 }
 

@@ -510,6 +510,12 @@ std::string generate(const graph::Graph& qdq, const Options& opt = {}, Report* r
              "\n(expected every compute node quantized with per-tensor int8/uint8 activations and a multiplier the "
              "scheme can express; see quantkit::analysis::requant_report for the scheme)");
   }
+  // The generated code holds 8-bit activations: a 16-bit zero point marks 16-bit values.
+  for (const auto& kv : g.initializers)
+    if (kv.second.dtype() == DType::int16 || kv.second.dtype() == DType::uint16)
+      g.fail("cpp_export: '", kv.first, "' is ", graph::to_string(kv.second.dtype()),
+             ": 16-bit activations are not exported; expected int8/uint8 activations (run them with "
+             "Executor<IntegerMode>, or quantize those nodes with 8 bits)");
   Report rep;
   std::set<std::string> used;
   std::map<std::string, std::string> pointer;  // integer value -> C++ expression of its buffer

@@ -209,8 +209,9 @@ class IntegerModeT {
         q.type = value_type(q.q);
         q.zp = make_zero_point(d->name.empty() ? q.q : d->name, q.type);
       }
-      if (q.type != DType::int8 && q.type != DType::uint8 && q.type != DType::int32)
-        throw Reject{std::string(what) + " is dequantized from " + graph::to_string(q.type) + "; expected int8 or uint8"};
+      if (!integer::detail::is_activation_type(q.type) && q.type != DType::int32)
+        throw Reject{std::string(what) + " is dequantized from " + graph::to_string(q.type) +
+                     "; expected int8, uint8, int16 or uint16"};
       return q;
     }
 
@@ -226,7 +227,7 @@ class IntegerModeT {
 
     std::string make_zero_point(const std::string& base, DType t) {
       const std::string name = g_.unique_name(base + "_zero_point");
-      g_.initializers[name] = t == DType::int8 ? Tensor::scalar<std::int8_t>(0, name) : Tensor::scalar<std::uint8_t>(0, name);
+      g_.initializers[name] = Tensor(t, Dims{}, name);  // zero-filled
       new_initializers_.push_back(name);
       return name;
     }
@@ -298,8 +299,9 @@ class IntegerModeT {
         o.type = DType::uint8;
         o.zp_name = make_zero_point(next->name.empty() ? next->outputs.at(0) : next->name, o.type);
       }
-      if (o.type != DType::int8 && o.type != DType::uint8)
-        throw Reject{std::string("the output is quantized to ") + graph::to_string(o.type) + "; expected int8 or uint8"};
+      if (!integer::detail::is_activation_type(o.type))
+        throw Reject{std::string("the output is quantized to ") + graph::to_string(o.type) +
+                     "; expected int8, uint8, int16 or uint16"};
       if (!(o.scale > 0.0f) || !std::isfinite(o.scale)) throw Reject{"the output scale is not a finite value > 0"};
       return o;
     }
@@ -369,6 +371,28 @@ class IntegerModeT {
           throw Reject{"weight is quantized along axis " + std::to_string(w.dq.axis) + "; expected per tensor or per output channel"};
       }
       return w;
+    }
+
+    // 16-bit activations times 8-bit weights: a reduction of K products of up to 65535 x 128
+    // must fit int32, or the node stays float (8-bit activations are checked by the op).
+    // (The bound of integer::detail::check_accumulator, which the op applies.)
+    void wide_reduction_fits(const Dq& x, std::int64_t K, const Weight& w, DType w_type, const std::string& bias) const {
+      if (!integer::detail::is_16bit(x.type)) return;
+      std::int64_t dw = 128;
+      const IntRange wr = integer::detail::range_of(w_type);
+      const Tensor& z = initializer(w.dq.zp, "weight zero point");
+      for (std::int64_t i = 0; i < z.size(); ++i)
+        if (z.as_int64(i) != 0 || w_type == DType::uint8)
+          dw = std::max<std::int64_t>(dw, std::max<std::int64_t>(wr.qmax - z.as_int64(i), z.as_int64(i) - wr.qmin));
+      std::int64_t b = 0;
+      if (!bias.empty()) {
+        const Tensor& t = initializer(bias, "bias");
+        for (std::int64_t i = 0; i < t.size(); ++i) b = std::max<std::int64_t>(b, t.as_int64(i) < 0 ? -t.as_int64(i) : t.as_int64(i));
+      }
+      const std::int64_t max_k = (std::numeric_limits<std::int32_t>::max() - b) / (std::int64_t{65535} * dw);
+      if (K > max_k)
+        throw Reject{"16-bit activations over a reduction of " + std::to_string(K) +
+                     " products could overflow the int32 accumulator; expected at most " + std::to_string(max_k)};
     }
 
     // Bias (float initializer, or DequantizeLinear of one) as int32 with scale s_x * s_w[c].
@@ -455,6 +479,7 @@ class IntegerModeT {
         }, layer);
         std::vector<std::string> in = {x.q, x.scale, x.zp, w.dq.q, w.dq.scale, w.dq.zp, o.scale_name, o.zp_name};
         const std::string b = bias_of(n, 2, sx, w.scales, M);
+        wide_reduction_fits(x, wt->size() / std::max<std::int64_t>(M, 1), w, wt->dtype(), b);
         if (!b.empty()) in.push_back(b);
         r = make_node(n, "IntConv", in, o);
         r.attributes = n.attributes;
@@ -488,16 +513,18 @@ class IntegerModeT {
         }, layer);
         std::vector<std::string> in = {x.q, x.scale, x.zp, wq, w.dq.scale, w.dq.zp, o.scale_name, o.zp_name};
         const std::string b = op == "Gemm" ? bias_of(n, 2, sx, w.scales, N) : std::string();
+        wide_reduction_fits(x, trans_b ? wt.dim(1) : wt.dim(0), w, wt.dtype(), b);
         if (!b.empty()) in.push_back(b);
         r = make_node(n, "IntMatMul", in, o);
-        add_packed_weights(r, w.dq, initializer(wq, "weight"));
+        if (!integer::detail::is_16bit(x.type)) add_packed_weights(r, w.dq, initializer(wq, "weight"));
       } else if (op == "Add") {
         const Dq a = dequantize_of(n.inputs.at(0), "input a");
         const Dq b = dequantize_of(n.inputs.at(1), "input b");
         const float sa = scalar_scale(a, "input a"), sb = scalar_scale(b, "input b");
         check_scheme([&] {
           const double t = 2.0 * std::max<double>(sa, sb);
-          return std::vector<double>{sa / t, sb / t, t / (1048576.0 * o.scale)};
+          const double shifted = static_cast<double>(std::int64_t{1} << integer::detail::add_left_shift(a.type, b.type));
+          return std::vector<double>{sa / t, sb / t, t / (shifted * o.scale)};
         }, layer);
         r = make_node(n, "IntAdd", {a.q, a.scale, a.zp, b.q, b.scale, b.zp, o.scale_name, o.zp_name}, o);
       } else if (op == "Relu" || op == "Clip") {
@@ -573,6 +600,8 @@ class IntegerModeT {
           } catch (const Reject&) {
             continue;
           }
+          // The table is indexed by a byte: 8-bit values only.
+          if (integer::detail::is_16bit(in.type) || integer::detail::is_16bit(out.type)) continue;
           IntRange clamp = integer::detail::range_of(out.type);
           const auto c2 = r.attr_ints("clamp");
           if (c2.size() == 2) {

@@ -80,8 +80,24 @@ using graph::Tensor;
 namespace detail {
 
 inline IntRange range_of(DType t) {
-  return t == DType::int8 ? IntRange{-128, 127} : IntRange{0, 255};
+  switch (t) {
+    case DType::int8: return {-128, 127};
+    case DType::int16: return {-32768, 32767};
+    case DType::uint16: return {0, 65535};
+    default: return {0, 255};
+  }
 }
+
+// Activations are 8-bit (int8/uint8, every fast path) or 16-bit (int16/uint16: A16, general
+// paths); weights are 8-bit.
+inline bool is_activation_type(DType t) {
+  return t == DType::int8 || t == DType::uint8 || t == DType::int16 || t == DType::uint16;
+}
+inline bool is_16bit(DType t) { return t == DType::int16 || t == DType::uint16; }
+
+// IntAdd scales both inputs' (x - zp) by 2^shift before their multipliers (TFLite: 20 for
+// 8-bit); 16-bit differences (up to 65535) take 14 so that the product stays below 2^30.
+inline int add_left_shift(DType a, DType b) { return is_16bit(a) || is_16bit(b) ? 14 : 20; }
 
 // The (scale, zero point) pair at inputs (si, zi), per tensor.
 struct Affine {
@@ -96,8 +112,8 @@ inline Affine affine(const OpContext& ctx, std::size_t si, std::size_t zi, const
   if (s.size() != 1 || z.size() != 1)
     ctx.fail(what, " scale/zero point have shapes ", s.shape().to_string(), "/", z.shape().to_string(),
              "; expected scalars (per-tensor activations)");
-  if (z.dtype() != DType::int8 && z.dtype() != DType::uint8)
-    ctx.fail(what, " zero point has element type ", graph::to_string(z.dtype()), "; expected int8 or uint8");
+  if (!is_activation_type(z.dtype()))
+    ctx.fail(what, " zero point has element type ", graph::to_string(z.dtype()), "; expected int8, uint8, int16 or uint16");
   Affine a;
   a.scale = s.data<float>()[0];
   if (!(a.scale > 0.0f) || !std::isfinite(a.scale)) ctx.fail(what, " scale is ", a.scale, "; expected a finite value > 0");
@@ -153,10 +169,12 @@ Tensor requantize(const OpContext& ctx, const std::vector<std::int32_t>& acc, co
   p.channel_axis = channel_axis;
   Tensor y(out_type, shape);
   const View<const std::int32_t> av(acc.data(), shape);
-  if (out_type == DType::int8)
-    simd::requantize(av, p, y.view<std::int8_t>(), layer_of(ctx));
-  else
-    simd::requantize(av, p, y.view<std::uint8_t>(), layer_of(ctx));
+  switch (out_type) {
+    case DType::int8: simd::requantize(av, p, y.view<std::int8_t>(), layer_of(ctx)); break;
+    case DType::int16: simd::requantize(av, p, y.view<std::int16_t>(), layer_of(ctx)); break;
+    case DType::uint16: simd::requantize(av, p, y.view<std::uint16_t>(), layer_of(ctx)); break;
+    default: simd::requantize(av, p, y.view<std::uint8_t>(), layer_of(ctx)); break;
+  }
   return y;
 }
 
@@ -176,8 +194,38 @@ template <class Scheme>
 std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
                                                const std::string& layer);
 
+// One value of that table (any input type): x -> clamp(Scheme(x - in.zp) + out.zp).
+template <class Scheme>
+struct Rescaler {
+  Rescaler(const Affine& in, const Affine& out, IntRange clamp, const std::string& layer)
+      : in_(in), out_(out), clamp_(clamp), exact_(in.scale == out.scale) {
+    if (!exact_) k_ = Scheme::make(static_cast<double>(in.scale) / static_cast<double>(out.scale), layer);
+  }
+  std::int32_t operator()(std::int32_t x) const {
+    const std::int32_t v = x - in_.zero_point;
+    return exact_ ? std::min(std::max(v + out_.zero_point, clamp_.qmin), clamp_.qmax)
+                  : ref::requantize_value<Scheme>(v, 0, k_, out_.zero_point, clamp_.qmin, clamp_.qmax);
+  }
+  Affine in_, out_;
+  IntRange clamp_;
+  bool exact_;
+  typename Scheme::Constants k_{};
+};
+
 template <class Scheme>
 Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Affine& out, IntRange clamp) {
+  if (is_16bit(in.type) || is_16bit(out.type)) {  // 16-bit values: computed per element
+    const Rescaler<Scheme> r(in, out, clamp, layer_of(ctx));
+    Tensor y(out.type, x.shape());
+    graph::visit_dtype(out.type, [&](auto tag) {
+      using TO = decltype(tag);
+      if constexpr (std::is_integral_v<TO> && sizeof(TO) <= 2 && !std::is_same_v<TO, bool>) {
+        TO* py = y.data<TO>();
+        for (std::int64_t i = 0; i < x.size(); ++i) py[i] = static_cast<TO>(r(static_cast<std::int32_t>(x.as_int64(i))));
+      }
+    });
+    return y;
+  }
   const auto values = requantize_table<Scheme>(in, out, clamp, layer_of(ctx));
   std::array<std::uint8_t, 256> table{};  // the output's bytes
   for (std::size_t i = 0; i < 256; ++i) table[i] = static_cast<std::uint8_t>(values[i]);
@@ -192,8 +240,8 @@ Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Af
 // Numeric guard of IntConv / IntMatMul (see the top of this file): sum_k (x - xz)(w - wz) + bias
 // must fit int32 for every possible input of these types; refuses K that could overflow.
 inline void check_accumulator(const OpContext& ctx, std::int64_t K, DType w_type, const std::vector<std::int32_t>& wz,
-                              const std::vector<std::int32_t>& bias) {
-  const std::int64_t dx = 255;
+                              const std::vector<std::int32_t>& bias, DType x_type = DType::uint8) {
+  const std::int64_t dx = is_16bit(x_type) ? 65535 : 255;
   std::int64_t dw = 128;
   const IntRange wr = range_of(w_type);
   for (std::int32_t z : wz)
@@ -246,6 +294,37 @@ void visit_int8(const OpContext& ctx, DType t, F&& f, const char* what) {
   if (t == DType::int8) f(std::int8_t{});
   else if (t == DType::uint8) f(std::uint8_t{});
   else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8 or uint8");
+}
+
+// Activations: int8, uint8, int16 or uint16.
+template <class F>
+void visit_activation(const OpContext& ctx, DType t, F&& f, const char* what) {
+  if (t == DType::int8) f(std::int8_t{});
+  else if (t == DType::uint8) f(std::uint8_t{});
+  else if (t == DType::int16) f(std::int16_t{});
+  else if (t == DType::uint16) f(std::uint16_t{});
+  else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8, uint8, int16 or uint16");
+}
+
+// C[m][n] = sum_k (A[m][k] - za[m or 0]) (B[k][n] - zb[n or 0]) for 16-bit operands (the int8
+// GEMM kernels take bytes): int32 sums, modulo 2^32 as the kernels' (the callers' guards keep
+// them exact).
+template <class TA, class TB>
+void gemm_wide(std::size_t M, std::size_t N, std::size_t K, const TA* a, std::size_t lda, const TB* b, std::size_t ldb,
+               const std::int32_t* za, std::size_t za_count, const std::int32_t* zb, std::size_t zb_count,
+               std::int32_t* c, std::size_t ldc) {
+  std::vector<std::uint32_t> row(N);
+  for (std::size_t m = 0; m < M; ++m) {
+    std::fill(row.begin(), row.end(), 0u);
+    const std::int32_t am = za[za_count == 1 ? 0 : m];
+    for (std::size_t k = 0; k < K; ++k) {
+      const auto av = static_cast<std::uint32_t>(std::int32_t{a[m * lda + k]} - am);
+      const TB* bk = b + k * ldb;
+      for (std::size_t n = 0; n < N; ++n)
+        row[n] += av * static_cast<std::uint32_t>(std::int32_t{bk[n]} - zb[zb_count == 1 ? 0 : n]);
+    }
+    for (std::size_t n = 0; n < N; ++n) c[m * ldc + n] = static_cast<std::int32_t>(row[n]);
+  }
 }
 
 }  // namespace detail
@@ -474,6 +553,7 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
                    const std::vector<std::int32_t>& bias) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(3);
+  if (is_16bit(x.dtype()) || is_16bit(ya.type)) return false;  // 16-bit: the general path
   const std::int64_t group = ctx.node().attr_int("group", 1);
   const ops::WindowGeometry g = ops::conv_geometry(ctx, x.shape(), w.shape(), group);
   if (!detail::planar(g)) return false;
@@ -666,14 +746,14 @@ void op_int_conv(OpContext& ctx) {
   const auto ws = detail::weight_scales(ctx, 4, M);
   const auto wz = detail::weight_zero_points(ctx, 5, w, M);
   const auto bias = detail::bias_of(ctx, 8, M);
-  detail::check_accumulator(ctx, KK, w.dtype(), wz, bias);
+  detail::check_accumulator(ctx, KK, w.dtype(), wz, bias, x.dtype());
   if (std::all_of(wz.begin(), wz.end(), [](std::int32_t z) { return z == 0; }) &&
       detail::int_conv_fast<Scheme>(ctx, xa, ya, ws, bias))
     return;
   const Dims out_shape = ops::conv_output_shape(x.shape(), M, g);
   std::vector<std::int32_t> acc(static_cast<std::size_t>(out_shape.product()));
   const bool pointwise = ops::is_pointwise(g);
-  detail::visit_int8(ctx, x.dtype(), [&](auto xtag) {
+  detail::visit_activation(ctx, x.dtype(), [&](auto xtag) {
     using TX = decltype(xtag);
     detail::visit_int8(ctx, w.dtype(), [&](auto wtag) {
       using TW = decltype(wtag);
@@ -692,9 +772,14 @@ void op_int_conv(OpContext& ctx) {
           zp.a = wz.size() == 1 ? wz.data() : wz.data() + gi * Mg;
           zp.a_count = wz.size() == 1 ? 1 : static_cast<std::size_t>(Mg);
           zp.b = &xz;
-          simd::gemm_s32(static_cast<std::size_t>(Mg), static_cast<std::size_t>(P), static_cast<std::size_t>(KK),
-                         w.data<TW>() + gi * Mg * KK, static_cast<std::size_t>(KK), cp, static_cast<std::size_t>(P),
-                         acc.data() + (n * M + gi * Mg) * P, static_cast<std::size_t>(P), zp);
+          if constexpr (sizeof(TX) == 1)
+            simd::gemm_s32(static_cast<std::size_t>(Mg), static_cast<std::size_t>(P), static_cast<std::size_t>(KK),
+                           w.data<TW>() + gi * Mg * KK, static_cast<std::size_t>(KK), cp, static_cast<std::size_t>(P),
+                           acc.data() + (n * M + gi * Mg) * P, static_cast<std::size_t>(P), zp);
+          else
+            detail::gemm_wide(static_cast<std::size_t>(Mg), static_cast<std::size_t>(P), static_cast<std::size_t>(KK),
+                              w.data<TW>() + gi * Mg * KK, static_cast<std::size_t>(KK), cp, static_cast<std::size_t>(P),
+                              zp.a, zp.a_count, &xz, 1, acc.data() + (n * M + gi * Mg) * P, static_cast<std::size_t>(P));
         }
     }, "weight");
   }, "input");
@@ -724,15 +809,15 @@ void op_int_matmul(OpContext& ctx) {
   const auto bs = detail::weight_scales(ctx, 4, N);
   const auto bz = detail::weight_zero_points(ctx, 5, b, N);
   const auto bias = detail::bias_of(ctx, 8, N);
-  detail::check_accumulator(ctx, K, b.dtype(), bz, bias);
-  if (ctx.has_input(9)) {
+  detail::check_accumulator(ctx, K, b.dtype(), bz, bias, a.dtype());
+  if (ctx.has_input(9) && !detail::is_16bit(a.dtype()) && !detail::is_16bit(ya.type)) {
     int_matmul_prepared<Scheme>(ctx, aa, ya, bs, bias);
     return;
   }
   Dims out_shape = a.shape();
   out_shape[a.rank() - 1] = N;
   std::vector<std::int32_t> acc(static_cast<std::size_t>(M * N));
-  detail::visit_int8(ctx, a.dtype(), [&](auto atag) {
+  detail::visit_activation(ctx, a.dtype(), [&](auto atag) {
     using TA = decltype(atag);
     detail::visit_int8(ctx, b.dtype(), [&](auto btag) {
       using TB = decltype(btag);
@@ -740,9 +825,14 @@ void op_int_matmul(OpContext& ctx) {
       zp.a = &aa.zero_point;
       zp.b = bz.data();
       zp.b_count = bz.size();
-      simd::gemm_s32(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K),
-                     a.data<TA>(), static_cast<std::size_t>(K), b.data<TB>(), static_cast<std::size_t>(N),
-                     acc.data(), static_cast<std::size_t>(N), zp);
+      if constexpr (sizeof(TA) == 1)
+        simd::gemm_s32(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K),
+                       a.data<TA>(), static_cast<std::size_t>(K), b.data<TB>(), static_cast<std::size_t>(N),
+                       acc.data(), static_cast<std::size_t>(N), zp);
+      else
+        detail::gemm_wide(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K),
+                          a.data<TA>(), static_cast<std::size_t>(K), b.data<TB>(), static_cast<std::size_t>(N),
+                          &aa.zero_point, 1, bz.data(), bz.size(), acc.data(), static_cast<std::size_t>(N));
     }, "weight");
   }, "input a");
   std::vector<double> m;
@@ -762,7 +852,7 @@ void op_int_add(OpContext& ctx) {
   const detail::Affine ya = detail::affine(ctx, 6, 7, "output");
   detail::expect_type(ctx, a, aa.type, "input a");
   detail::expect_type(ctx, b, ba.type, "input b");
-  constexpr int kLeftShift = 20;
+  const int kLeftShift = detail::add_left_shift(aa.type, ba.type);
   const std::string layer = detail::layer_of(ctx);
   const double twice_max = 2.0 * std::max(static_cast<double>(aa.scale), static_cast<double>(ba.scale));
   const auto ka = Scheme::make(static_cast<double>(aa.scale) / twice_max, layer);
@@ -869,14 +959,14 @@ void reduce_tiled(const T* x, std::int64_t planes, const ops::WindowGeometry& g,
 // MaxPool on int8/uint8 without the Indices output (the built-in op otherwise).
 inline void max_pool_int8(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
-  if ((x.dtype() != DType::int8 && x.dtype() != DType::uint8) || ctx.wants_output(1)) {
+  if (!is_activation_type(x.dtype()) || ctx.wants_output(1)) {
     ops::op_max_pool(ctx);
     return;
   }
   const ops::WindowGeometry g = ops::detail::pool_geometry(ctx, x.shape());
   const WindowRange rd = window_range(g, 0), rh = window_range(g, 1), rw = window_range(g, 2);
   Tensor y(x.dtype(), ops::conv_output_shape(x.shape(), x.dim(1), g));
-  if (tiled_windows(g) && g.kernel[1] == 2 && g.kernel[2] == 2) {
+  if (tiled_windows(g) && g.kernel[1] == 2 && g.kernel[2] == 2 && !is_16bit(x.dtype())) {
     // 2x2, stride 2: pairs of columns over the whole tensor (the width is even), then pairs of
     // rows, a row being one unit (the height is even).
     const auto columns = static_cast<std::size_t>(x.size() / 2);
@@ -889,7 +979,7 @@ inline void max_pool_int8(OpContext& ctx) {
     return;
   }
   if (tiled_windows(g)) {
-    visit_int8(ctx, x.dtype(), [&](auto tag) {
+    visit_activation(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       reduce_tiled<T, T>(x.data<T>(), x.dim(0) * x.dim(1), g, std::numeric_limits<T>::lowest(),
                          [](T a, T b) { return a < b ? b : a; }, y.data<T>());
@@ -897,7 +987,7 @@ inline void max_pool_int8(OpContext& ctx) {
     ctx.set_output(0, std::move(y));
     return;
   }
-  visit_int8(ctx, x.dtype(), [&](auto tag) {
+  visit_activation(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     T* py = y.data<T>();
@@ -946,11 +1036,13 @@ void op_int_average_pool(OpContext& ctx) {
     g = ops::detail::pool_geometry(ctx, x.shape());
     include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
   }
-  // Numeric guard: raw sums (and zp * count) of up to 255 per tap stay within int32.
-  constexpr std::int64_t max_window = std::numeric_limits<std::int32_t>::max() / 255;
+  // Numeric guard: raw sums (and zp * count) of up to 255 (65535 for 16 bits) per tap stay
+  // within int32.
+  const std::int64_t max_value = detail::is_16bit(x.dtype()) ? 65535 : 255;
+  const std::int64_t max_window = std::numeric_limits<std::int32_t>::max() / max_value;
   if (g.kernel_size() > max_window)
-    ctx.fail("int32 accumulator could overflow: a window of ", g.kernel_size(), " elements of up to 255 each; expected "
-             "at most ", max_window, " elements per window");
+    ctx.fail("int32 accumulator could overflow: a window of ", g.kernel_size(), " elements of up to ", max_value,
+             " each; expected at most ", max_window, " elements per window");
   const Dims out_shape = ops::conv_output_shape(x.shape(), x.dim(1), g);
   const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
   const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),
@@ -967,7 +1059,7 @@ void op_int_average_pool(OpContext& ctx) {
   // Sums of (x - zero point) over the taps inside the input.
   std::int32_t* acc = detail::scratch<std::int32_t, 6>(static_cast<std::size_t>(planes * P));
   if (detail::tiled_windows(g)) {  // every window inside the image: one count
-    detail::visit_int8(ctx, x.dtype(), [&](auto tag) {
+    detail::visit_activation(ctx, x.dtype(), [&](auto tag) {
       using T = decltype(tag);
       detail::reduce_tiled<T, std::int32_t>(x.data<T>(), planes, g, 0,
                                             [](std::int32_t a, std::int32_t b) { return a + b; }, acc);
@@ -975,7 +1067,7 @@ void op_int_average_pool(OpContext& ctx) {
       const std::int64_t n = planes * P;
       for (std::int64_t i = 0; i < n; ++i) acc[i] -= zp_sum;
     }, "input");
-  } else detail::visit_int8(ctx, x.dtype(), [&](auto tag) {
+  } else detail::visit_activation(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     const std::int64_t od_n = g.out[0], oh_n = g.out[1], ow_n = g.out[2], h_in = g.in[1], w_in = g.in[2];
@@ -1012,8 +1104,12 @@ void op_int_average_pool(OpContext& ctx) {
     p.clamp_min = clamp.qmin;
     p.clamp_max = clamp.qmax;
     const View<const std::int32_t> av(acc, out_shape);
-    if (ya.type == DType::int8) simd::requantize(av, p, y.view<std::int8_t>(), layer);
-    else simd::requantize(av, p, y.view<std::uint8_t>(), layer);
+    switch (ya.type) {
+      case DType::int8: simd::requantize(av, p, y.view<std::int8_t>(), layer); break;
+      case DType::int16: simd::requantize(av, p, y.view<std::int16_t>(), layer); break;
+      case DType::uint16: simd::requantize(av, p, y.view<std::uint16_t>(), layer); break;
+      default: simd::requantize(av, p, y.view<std::uint8_t>(), layer); break;
+    }
     ctx.set_output(0, std::move(y));
     return;
   }
@@ -1030,7 +1126,8 @@ void op_int_average_pool(OpContext& ctx) {
   }
   graph::visit_dtype(ya.type, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>) {
+    if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int16_t> ||
+                  std::is_same_v<T, std::uint16_t>) {
       T* py = y.data<T>();
       for (std::int64_t pl = 0; pl < planes; ++pl)
         for (std::int64_t o = 0; o < P; ++o)
