@@ -55,7 +55,7 @@ const char* onnx_type_name(int type) {
 
 namespace {
 
-constexpr int onnx_uint8 = 2, onnx_int8 = 3, onnx_uint16 = 4, onnx_int16 = 5, onnx_uint4 = 21, onnx_int4 = 22;
+constexpr int onnx_uint8 = 2, onnx_int8 = 3, onnx_uint4 = 21, onnx_int4 = 22;
 
 // int4/uint4 (two values a byte, low nibble first) -> one int8/uint8 per value.
 void unpack_4bit(::onnx::TensorProto& t, const std::string& path) {
