@@ -1055,14 +1055,14 @@ HWY_INLINE void ForEachRow(const Plan& p, const Row& row) {
 template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
-// The run functions of one kernel instantiation: parameters constant over the run, or one per
-// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
 // q + k * sq with parameters at + k * dat (a kernel's own loop over short rows).
 template <class In, class Out>
 using RowsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
                         std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat);
 
+// The run functions of one kernel instantiation: parameters constant over the run, or one per
+// element. `staging`: always pass runs of at most kChunk elements (stochastic rounding).
 template <class In, class Out>
 struct Runs {
   RunFn<In, Out> constant;

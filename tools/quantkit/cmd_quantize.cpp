@@ -151,7 +151,7 @@ void run_quantize(const CLI::App* cmd, const QuantizeArgs& a) {
   const QdqSummary rep = write_qdq(qm, a.output);
   const std::vector<LayerScale> layers = check_scale(qm, scale);
 
-  // The integer mode on the written file (nodes around 16-bit tensors stay float).
+  // The integer mode on the written file (16-bit weights stay float).
   bool int_checked = false;
   std::string int_note;
   std::vector<NodeReport> int_report;

@@ -39,7 +39,7 @@ Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mo
       break;
     case Mode::integer: {
       if (!quantized && !qm) need_calibration("int");
-      // Nodes around 16-bit tensors stay float (fake quant), as the integer mode report says.
+      // 16-bit activations run in integers; 16-bit weights stay float, as the report says.
       impl_ = make_integer_runner(quantized ? model : qdq_graph(*qm), scale);
       impl_->description = std::string("integer (") + to_string(scale) + " requantization" +
                            (quantized ? "" : ", calibrated in memory") + ")";

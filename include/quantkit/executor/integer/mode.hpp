@@ -373,23 +373,15 @@ class IntegerModeT {
       return w;
     }
 
-    // 16-bit activations times 8-bit weights: a reduction of K products of up to 65535 x 128
-    // must fit int32, or the node stays float (8-bit activations are checked by the op).
-    // (The bound of integer::detail::check_accumulator, which the op applies.)
+    // 16-bit activations times 8-bit weights: the op's int32 bound (check_accumulator), checked
+    // here so that a node over it stays float (8-bit activations are checked by the op).
     void wide_reduction_fits(const Dq& x, std::int64_t K, const Weight& w, DType w_type, const std::string& bias) const {
       if (!integer::detail::is_16bit(x.type)) return;
-      std::int64_t dw = 128;
-      const IntRange wr = integer::detail::range_of(w_type);
       const Tensor& z = initializer(w.dq.zp, "weight zero point");
-      for (std::int64_t i = 0; i < z.size(); ++i)
-        if (z.as_int64(i) != 0 || w_type == DType::uint8)
-          dw = std::max<std::int64_t>(dw, std::max<std::int64_t>(wr.qmax - z.as_int64(i), z.as_int64(i) - wr.qmin));
-      std::int64_t b = 0;
-      if (!bias.empty()) {
-        const Tensor& t = initializer(bias, "bias");
-        for (std::int64_t i = 0; i < t.size(); ++i) b = std::max<std::int64_t>(b, t.as_int64(i) < 0 ? -t.as_int64(i) : t.as_int64(i));
-      }
-      const std::int64_t max_k = (std::numeric_limits<std::int32_t>::max() - b) / (std::int64_t{65535} * dw);
+      std::vector<std::int32_t> wz, b;
+      for (std::int64_t i = 0; i < z.size(); ++i) wz.push_back(static_cast<std::int32_t>(z.as_int64(i)));
+      if (!bias.empty()) b = initializer(bias, "bias").template to_vector<std::int32_t>();
+      const std::int64_t max_k = integer::detail::accumulator_bound(x.type, w_type, wz, b).max_k;
       if (K > max_k)
         throw Reject{"16-bit activations over a reduction of " + std::to_string(K) +
                      " products could overflow the int32 accumulator; expected at most " + std::to_string(max_k)};

@@ -156,6 +156,18 @@ inline std::string layer_of(const OpContext& ctx) {
   return ctx.node().name.empty() ? ctx.node().outputs.at(0) : ctx.node().name;
 }
 
+// y = requantized acc, in y's element type (an activation type).
+template <class Scheme>
+void requantize_into(const View<const std::int32_t>& acc, const RequantParams<Scheme>& p, Tensor& y,
+                     const std::string& layer) {
+  switch (y.dtype()) {
+    case DType::int8: simd::requantize(acc, p, y.view<std::int8_t>(), layer); break;
+    case DType::int16: simd::requantize(acc, p, y.view<std::int16_t>(), layer); break;
+    case DType::uint16: simd::requantize(acc, p, y.view<std::uint16_t>(), layer); break;
+    default: simd::requantize(acc, p, y.view<std::uint8_t>(), layer); break;
+  }
+}
+
 // out = clamp(Scheme(acc + bias[c]) + zp) over acc laid out [outer, C, inner] (channel_axis
 // given) or per tensor, into a new tensor of type `out_type`.
 template <class Scheme>
@@ -168,13 +180,7 @@ Tensor requantize(const OpContext& ctx, const std::vector<std::int32_t>& acc, co
   p.clamp_max = clamp.qmax;
   p.channel_axis = channel_axis;
   Tensor y(out_type, shape);
-  const View<const std::int32_t> av(acc.data(), shape);
-  switch (out_type) {
-    case DType::int8: simd::requantize(av, p, y.view<std::int8_t>(), layer_of(ctx)); break;
-    case DType::int16: simd::requantize(av, p, y.view<std::int16_t>(), layer_of(ctx)); break;
-    case DType::uint16: simd::requantize(av, p, y.view<std::uint16_t>(), layer_of(ctx)); break;
-    default: simd::requantize(av, p, y.view<std::uint8_t>(), layer_of(ctx)); break;
-  }
+  requantize_into(View<const std::int32_t>(acc.data(), shape), p, y, layer_of(ctx));
   return y;
 }
 
@@ -193,6 +199,23 @@ T* scratch(std::size_t n) {
 template <class Scheme>
 std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
                                                const std::string& layer);
+
+template <class F>
+void visit_int8(const OpContext& ctx, DType t, F&& f, const char* what) {
+  if (t == DType::int8) f(std::int8_t{});
+  else if (t == DType::uint8) f(std::uint8_t{});
+  else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8 or uint8");
+}
+
+// Activations: int8, uint8, int16 or uint16.
+template <class F>
+void visit_activation(const OpContext& ctx, DType t, F&& f, const char* what) {
+  if (t == DType::int8) f(std::int8_t{});
+  else if (t == DType::uint8) f(std::uint8_t{});
+  else if (t == DType::int16) f(std::int16_t{});
+  else if (t == DType::uint16) f(std::uint16_t{});
+  else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8, uint8, int16 or uint16");
+}
 
 // One value of that table (any input type): x -> clamp(Scheme(x - in.zp) + out.zp).
 template <class Scheme>
@@ -217,13 +240,11 @@ Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Af
   if (is_16bit(in.type) || is_16bit(out.type)) {  // 16-bit values: computed per element
     const Rescaler<Scheme> r(in, out, clamp, layer_of(ctx));
     Tensor y(out.type, x.shape());
-    graph::visit_dtype(out.type, [&](auto tag) {
+    visit_activation(ctx, out.type, [&](auto tag) {
       using TO = decltype(tag);
-      if constexpr (std::is_integral_v<TO> && sizeof(TO) <= 2 && !std::is_same_v<TO, bool>) {
-        TO* py = y.data<TO>();
-        for (std::int64_t i = 0; i < x.size(); ++i) py[i] = static_cast<TO>(r(static_cast<std::int32_t>(x.as_int64(i))));
-      }
-    });
+      TO* py = y.data<TO>();
+      for (std::int64_t i = 0; i < x.size(); ++i) py[i] = static_cast<TO>(r(static_cast<std::int32_t>(x.as_int64(i))));
+    }, "output");
     return y;
   }
   const auto values = requantize_table<Scheme>(in, out, clamp, layer_of(ctx));
@@ -239,18 +260,25 @@ Tensor rescale(const OpContext& ctx, const Tensor& x, const Affine& in, const Af
 
 // Numeric guard of IntConv / IntMatMul (see the top of this file): sum_k (x - xz)(w - wz) + bias
 // must fit int32 for every possible input of these types; refuses K that could overflow.
-inline void check_accumulator(const OpContext& ctx, std::int64_t K, DType w_type, const std::vector<std::int32_t>& wz,
-                              const std::vector<std::int32_t>& bias, DType x_type = DType::uint8) {
-  const std::int64_t dx = is_16bit(x_type) ? 65535 : 255;
-  std::int64_t dw = 128;
+struct AccumulatorBound {
+  std::int64_t dx, dw, b, max_k;  // |x - zx|, |w - zw|, |bias| at most; the longest safe K
+};
+inline AccumulatorBound accumulator_bound(DType x_type, DType w_type, const std::vector<std::int32_t>& wz,
+                                          const std::vector<std::int32_t>& bias) {
+  AccumulatorBound r{is_16bit(x_type) ? 65535 : 255, 128, 0, 0};
   const IntRange wr = range_of(w_type);
   for (std::int32_t z : wz)
     if (z != 0 || w_type == DType::uint8)
-      dw = std::max<std::int64_t>(dw, std::max<std::int64_t>(wr.qmax - std::int64_t{z}, std::int64_t{z} - wr.qmin));
-  std::int64_t b = 0;
-  for (std::int32_t v : bias) b = std::max<std::int64_t>(b, v < 0 ? -std::int64_t{v} : std::int64_t{v});
-  const std::int64_t limit = std::numeric_limits<std::int32_t>::max();
-  const std::int64_t max_k = (limit - b) / (dx * dw);
+      r.dw = std::max<std::int64_t>(r.dw, std::max<std::int64_t>(wr.qmax - std::int64_t{z}, std::int64_t{z} - wr.qmin));
+  for (std::int32_t v : bias) r.b = std::max<std::int64_t>(r.b, v < 0 ? -std::int64_t{v} : std::int64_t{v});
+  r.max_k = (std::int64_t{std::numeric_limits<std::int32_t>::max()} - r.b) / (r.dx * r.dw);
+  return r;
+}
+
+inline void check_accumulator(const OpContext& ctx, std::int64_t K, DType w_type, const std::vector<std::int32_t>& wz,
+                              const std::vector<std::int32_t>& bias, DType x_type = DType::uint8) {
+  const AccumulatorBound bound = accumulator_bound(x_type, w_type, wz, bias);
+  const std::int64_t dx = bound.dx, dw = bound.dw, b = bound.b, max_k = bound.max_k;
   if (K > max_k)
     ctx.fail("int32 accumulator could overflow: ", K, " products of |x - zx| <= ", dx, " and |w - zw| <= ", dw,
              " plus |bias| <= ", b, " reach ", static_cast<double>(K) * static_cast<double>(dx * dw) + static_cast<double>(b),
@@ -287,23 +315,6 @@ inline std::vector<std::int32_t> bias_of(const OpContext& ctx, std::size_t bi, s
   if (b->dtype() != DType::int32 || b->size() != channels)
     ctx.fail("bias is ", graph::to_string(b->dtype()), " ", b->shape().to_string(), "; expected int32 [", channels, "]");
   return b->to_vector<std::int32_t>();
-}
-
-template <class F>
-void visit_int8(const OpContext& ctx, DType t, F&& f, const char* what) {
-  if (t == DType::int8) f(std::int8_t{});
-  else if (t == DType::uint8) f(std::uint8_t{});
-  else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8 or uint8");
-}
-
-// Activations: int8, uint8, int16 or uint16.
-template <class F>
-void visit_activation(const OpContext& ctx, DType t, F&& f, const char* what) {
-  if (t == DType::int8) f(std::int8_t{});
-  else if (t == DType::uint8) f(std::uint8_t{});
-  else if (t == DType::int16) f(std::int16_t{});
-  else if (t == DType::uint16) f(std::uint16_t{});
-  else ctx.fail(what, " has element type ", graph::to_string(t), "; expected int8, uint8, int16 or uint16");
 }
 
 // C[m][n] = sum_k (A[m][k] - za[m or 0]) (B[k][n] - zb[n or 0]) for 16-bit operands (the int8
@@ -349,11 +360,16 @@ struct PaddedPlanes {
   std::int64_t hp = 0, wp = 0;
   std::uint8_t* data = nullptr;
 };
-inline PaddedPlanes pad_planes(const std::uint8_t* x, std::int64_t Cg, const ops::WindowGeometry& g, std::uint8_t pad,
-                               std::uint8_t mask, std::size_t slack) {
+// The padded extents (no data yet).
+inline PaddedPlanes padded_extents(const ops::WindowGeometry& g) {
   PaddedPlanes pp;
   pp.hp = std::max(g.pad_begin[1] + g.in[1], (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1);
   pp.wp = std::max(g.pad_begin[2] + g.in[2], (g.out[2] - 1) * g.stride[2] + g.kernel[2]);
+  return pp;
+}
+inline PaddedPlanes pad_planes(const std::uint8_t* x, std::int64_t Cg, const ops::WindowGeometry& g, std::uint8_t pad,
+                               std::uint8_t mask, std::size_t slack) {
+  PaddedPlanes pp = padded_extents(g);
   const std::size_t plane = static_cast<std::size_t>(pp.hp * pp.wp);
   pp.data = scratch<std::uint8_t, 4>(static_cast<std::size_t>(Cg) * plane + slack);
   std::memset(pp.data, pad ^ mask, static_cast<std::size_t>(Cg) * plane + slack);
@@ -454,9 +470,7 @@ inline void pack_windows(const PaddedPlanes& pp, std::int64_t Cg, const ops::Win
 // position-major: out[((h + pad_top) wp + w + pad_left) Cg + c] = x[c][h][w] ^ mask.
 inline PaddedPlanes pad_positions(const std::uint8_t* x, std::int64_t Cg, const ops::WindowGeometry& g,
                                   std::uint8_t pad, std::uint8_t mask) {
-  PaddedPlanes pp;
-  pp.hp = std::max(g.pad_begin[1] + g.in[1], (g.out[1] - 1) * g.stride[1] + (g.kernel[1] - 1) * g.dilation[1] + 1);
-  pp.wp = std::max(g.pad_begin[2] + g.in[2], (g.out[2] - 1) * g.stride[2] + g.kernel[2]);
+  PaddedPlanes pp = padded_extents(g);
   const auto bytes = static_cast<std::size_t>(pp.hp * pp.wp * Cg);
   pp.data = scratch<std::uint8_t, 4>(bytes);
   std::memset(pp.data, pad ^ mask, bytes);
@@ -501,18 +515,19 @@ void depthwise_planar(const std::uint8_t* x, std::int64_t N, std::int64_t C, con
   const std::int64_t in_size = g.in_size();
   std::int32_t* wk = scratch<std::int32_t, 8>(static_cast<std::size_t>(C * ks));
   for (std::int64_t i = 0; i < C * ks; ++i) wk[i] = w[i];
+  const PaddedPlanes extents = padded_extents(g);
+  const std::int64_t wide = OH * extents.wp, plane = extents.hp * extents.wp;
   std::int64_t* offset = scratch<std::int64_t, 7>(static_cast<std::size_t>(ks));
+  for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+    for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) offset[kh * g.kernel[2] + kw] = kh * g.dilation[1] * extents.wp + kw;
+  std::int32_t* sum = scratch<std::int32_t, 5>(static_cast<std::size_t>(wide));
   for (std::int64_t n = 0; n < N; ++n) {
     const PaddedPlanes pp = pad_planes(x + n * C * in_size, C, g, pad, mask, static_cast<std::size_t>(g.kernel[2]));
-    const std::int64_t wide = OH * pp.wp, plane = pp.hp * pp.wp;
-    for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
-      for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) offset[kh * g.kernel[2] + kw] = kh * g.dilation[1] * pp.wp + kw;
-    std::int32_t* sum = scratch<std::int32_t, 5>(static_cast<std::size_t>(wide));
     for (std::int64_t c = 0; c < C; ++c) {
       simd::depthwise_rows(pp.data + c * plane, static_cast<std::size_t>(wide), wk + c * ks, offset,
                            static_cast<std::size_t>(ks), sum);
       std::int32_t* out = acc + (n * C + c) * P;
-      for (std::int64_t oh = 0; oh < OH; ++oh) std::memcpy(out + oh * OW, sum + oh * pp.wp, static_cast<std::size_t>(OW) * 4);
+      for (std::int64_t oh = 0; oh < OH; ++oh) std::memcpy(out + oh * OW, sum + oh * extents.wp, static_cast<std::size_t>(OW) * 4);
     }
   }
 }
@@ -724,9 +739,7 @@ void int_matmul_prepared(OpContext& ctx, const detail::Affine& aa, const detail:
   p.clamp_max = clamp.qmax;
   p.channel_axis = out_shape.rank - 1;
   Tensor y(ya.type, out_shape);
-  const View<const std::int32_t> av(acc, out_shape);
-  if (ya.type == DType::int8) simd::requantize(av, p, y.view<std::int8_t>(), detail::layer_of(ctx));
-  else simd::requantize(av, p, y.view<std::uint8_t>(), detail::layer_of(ctx));
+  detail::requantize_into(View<const std::int32_t>(acc, out_shape), p, y, detail::layer_of(ctx));
   ctx.set_output(0, std::move(y));
 }
 
@@ -1103,13 +1116,7 @@ void op_int_average_pool(OpContext& ctx) {
     auto p = RequantParams<Scheme>::make({multiplier_for(count.front())}, detail::range_of(ya.type), ya.zero_point, layer);
     p.clamp_min = clamp.qmin;
     p.clamp_max = clamp.qmax;
-    const View<const std::int32_t> av(acc, out_shape);
-    switch (ya.type) {
-      case DType::int8: simd::requantize(av, p, y.view<std::int8_t>(), layer); break;
-      case DType::int16: simd::requantize(av, p, y.view<std::int16_t>(), layer); break;
-      case DType::uint16: simd::requantize(av, p, y.view<std::uint16_t>(), layer); break;
-      default: simd::requantize(av, p, y.view<std::uint8_t>(), layer); break;
-    }
+    detail::requantize_into(View<const std::int32_t>(acc, out_shape), p, y, layer);
     ctx.set_output(0, std::move(y));
     return;
   }
@@ -1235,16 +1242,10 @@ namespace detail {
 template <class Scheme>
 std::array<std::int32_t, 256> requantize_table(const Affine& in, const Affine& out, IntRange clamp,
                                                const std::string& layer) {
-  const bool exact = in.scale == out.scale;
-  typename Scheme::Constants k{};
-  if (!exact) k = Scheme::make(static_cast<double>(in.scale) / static_cast<double>(out.scale), layer);
+  const Rescaler<Scheme> r(in, out, clamp, layer);
   std::array<std::int32_t, 256> table{};
-  for (int i = 0; i < 256; ++i) {
-    const std::int32_t v = (in.type == DType::int8 ? static_cast<std::int32_t>(static_cast<std::int8_t>(i)) : i) -
-                           in.zero_point;
-    table[static_cast<std::size_t>(i)] = exact ? std::min(std::max(v + out.zero_point, clamp.qmin), clamp.qmax)
-                                              : ref::requantize_value<Scheme>(v, 0, k, out.zero_point, clamp.qmin, clamp.qmax);
-  }
+  for (int i = 0; i < 256; ++i)
+    table[static_cast<std::size_t>(i)] = r(in.type == DType::int8 ? static_cast<std::int32_t>(static_cast<std::int8_t>(i)) : i);
   return table;
 }
 }  // namespace detail
