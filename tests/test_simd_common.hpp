@@ -309,6 +309,8 @@ inline std::vector<std::pair<qk::Dims, qk::Granularity>> granularity_cases() {
       {qk::Dims{6, 100}, G::per_group(-1, 7)},
       {qk::Dims{4, 200}, G::per_group(1, 128)},  // whole 4-vector blocks, then a shorter block
       {qk::Dims{3, 300}, G::per_channel(0)},     // rows of several 4-vector blocks and a tail
+      {qk::Dims{64, 64}, G::per_channel(0)},     // short rows in one call: whole blocks, no tail
+      {qk::Dims{9, 21}, G::per_channel(0)},      // short rows in one call: tails only
       {qk::Dims{3, 10, 9}, G::per_group(1, 4)},
       {qk::Dims{3, 10, 9}, G::per_group(2, 1)},
       {qk::Dims{0, 5}, G::per_channel(1)},

@@ -50,22 +50,35 @@ struct QuantParams {
   // Checks what every quantize/dequantize relies on: as many zero points as scales, finite
   // positive scales, zero points inside the range.
   void validate(const std::string& tensor_name = {}) const {
-    const auto what = detail::describe_tensor(tensor_name);
+    // the name is formatted only on failure: validate runs on every kernel call
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
     if (scale.empty())
-      detail::fail(what, ": quantization parameters have no scale; expected at least one");
+      detail::fail(what(), ": quantization parameters have no scale; expected at least one");
     if (scale.size() != zero_point.size())
-      detail::fail(what, ": found ", scale.size(), " scales and ", zero_point.size(),
+      detail::fail(what(), ": found ", scale.size(), " scales and ", zero_point.size(),
                    " zero points; expected the same count");
     if (range.qmin >= range.qmax)
-      detail::fail(what, ": integer range [", range.qmin, ", ", range.qmax,
+      detail::fail(what(), ": integer range [", range.qmin, ", ", range.qmax,
                    "] is empty; expected qmin < qmax");
     if (granularity.kind == GranularityKind::per_tensor && scale.size() != 1)
-      detail::fail(what, ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
+      detail::fail(what(), ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
+    // one branch-free pass first (vectorized: per-channel parameters are checked on every
+    // call), the failing index only when there is one
+    const float* s = scale.data();
+    const std::int32_t* z = zero_point.data();
+    const std::size_t n = scale.size();
+    const float smax = std::numeric_limits<float>::max();
+    const std::int32_t zlo = range.qmin, zhi = range.qmax;
+    std::int32_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      bad |= static_cast<std::int32_t>(!(s[i] > 0.0f)) | static_cast<std::int32_t>(!(s[i] <= smax)) |
+             static_cast<std::int32_t>(z[i] < zlo) | static_cast<std::int32_t>(z[i] > zhi);
+    if (bad == 0) return;
     for (std::size_t i = 0; i < scale.size(); ++i) {
       if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
-        detail::fail(what, ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
+        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
       if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
-        detail::fail(what, ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
+        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
                      range.qmin, ", ", range.qmax, "]");
     }
   }

@@ -587,22 +587,35 @@ struct QuantParams {
   // Checks what every quantize/dequantize relies on: as many zero points as scales, finite
   // positive scales, zero points inside the range.
   void validate(const std::string& tensor_name = {}) const {
-    const auto what = detail::describe_tensor(tensor_name);
+    // the name is formatted only on failure: validate runs on every kernel call
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
     if (scale.empty())
-      detail::fail(what, ": quantization parameters have no scale; expected at least one");
+      detail::fail(what(), ": quantization parameters have no scale; expected at least one");
     if (scale.size() != zero_point.size())
-      detail::fail(what, ": found ", scale.size(), " scales and ", zero_point.size(),
+      detail::fail(what(), ": found ", scale.size(), " scales and ", zero_point.size(),
                    " zero points; expected the same count");
     if (range.qmin >= range.qmax)
-      detail::fail(what, ": integer range [", range.qmin, ", ", range.qmax,
+      detail::fail(what(), ": integer range [", range.qmin, ", ", range.qmax,
                    "] is empty; expected qmin < qmax");
     if (granularity.kind == GranularityKind::per_tensor && scale.size() != 1)
-      detail::fail(what, ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
+      detail::fail(what(), ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
+    // one branch-free pass first (vectorized: per-channel parameters are checked on every
+    // call), the failing index only when there is one
+    const float* s = scale.data();
+    const std::int32_t* z = zero_point.data();
+    const std::size_t n = scale.size();
+    const float smax = std::numeric_limits<float>::max();
+    const std::int32_t zlo = range.qmin, zhi = range.qmax;
+    std::int32_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      bad |= static_cast<std::int32_t>(!(s[i] > 0.0f)) | static_cast<std::int32_t>(!(s[i] <= smax)) |
+             static_cast<std::int32_t>(z[i] < zlo) | static_cast<std::int32_t>(z[i] > zhi);
+    if (bad == 0) return;
     for (std::size_t i = 0; i < scale.size(); ++i) {
       if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
-        detail::fail(what, ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
+        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
       if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
-        detail::fail(what, ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
+        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
                      range.qmin, ", ", range.qmax, "]");
     }
   }
@@ -3372,7 +3385,7 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
     } else {
       i = QuantizeBlocks4<Out, Round, kDivide, false>(a, x, q, n, pf[0], pz[0], scale);
     }
-    QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
+    if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
   } else {
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
   }
@@ -3383,13 +3396,37 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
+// Short rows with constant parameters (per-channel rows of small tensors): one call for all,
+// the row body inlined, so that the core overlaps the rows' dependency chains.
+template <class Out, class Round, bool kDivide>
+void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                  std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
+  if constexpr (kBlocked<Out> && !Round::kStochastic) {
+    if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
+      for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+        const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
+        const std::size_t i = QuantizeBlocks4<Out, Round, kDivide, false>(
+            a, x, q, n, a.factor[at], a.zero[at], ps ? ps[0] : 1.0f);
+        if (i < n)
+          QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, a.factor + at, a.zero + at,
+                                                   ps, nullptr);
+      }
+      return;
+    }
+  }
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
+    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
+}
+
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic,
+                                Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -3532,8 +3569,24 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
 }
 
 template <class In>
+void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, std::ptrdiff_t sx,
+                    std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
+  if (!a.stream) {  // the lean loop: no stream branch per row
+    for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat) {
+      const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
+      if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat)
+    DequantizeRunBody<In, false>(args, q, x, n, at);
+}
+
+template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
+                             &DequantizeRows<In>};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 
@@ -4949,27 +5002,52 @@ bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   return true;
 }
 
-// Parameters per parameter index; one inline value for per-tensor (no allocation).
+// Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
+// most layers: no allocation per call), on the heap beyond.
 template <class T>
 class ParamArray {
  public:
-  explicit ParamArray(std::size_t n) {
-    if (n > 1) heap_.resize(n);
+  static constexpr std::size_t kInline = 64;
+  explicit ParamArray(std::size_t n) : data_(inline_) {
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
   }
-  T* data() { return heap_.empty() ? &one_ : heap_.data(); }
-  T& operator[](std::size_t i) { return data()[i]; }
+  ParamArray(const ParamArray&) = delete;
+  ParamArray& operator=(const ParamArray&) = delete;
+  T* data() { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
 
  private:
-  T one_{};
+  T inline_[kInline];  // written before being read: no initialization
   std::vector<T> heap_;
+  T* data_;
 };
+
+// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`. Plain loops over
+// local pointers: they vectorize (per-channel parameters are converted on every call).
+inline const float* kernel_params(ScaleApplicationKind application, const float* scales,
+                                  const std::int32_t* zero_points, std::size_t count,
+                                  ParamArray<float>& factor, ParamArray<float>& zero) {
+  float* z = zero.data();
+  for (std::size_t i = 0; i < count; ++i) z[i] = static_cast<float>(zero_points[i]);
+  if (application == ScaleApplicationKind::divide) return scales;
+  float* f = factor.data();
+  for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+  return f;
+}
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
 // `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
 // wherever both views and the parameter index allow, so that contiguous tensors become one
 // long row (per-tensor), rows per channel (per-channel, axis not last), or rows with
 // per-element parameter vectors (per-channel on the last axis, per-group across it).
-inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout) {
+// Written into `plan` (the Plan inside the kernel's argument struct: no 344-byte copy per call);
+// entries past plan.rank are left as they are.
+inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout,
+                      Plan& plan) {
   struct Dim {
     std::int64_t n, si, so, ps, pd;
   };
@@ -4988,12 +5066,15 @@ inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
     for (int d = 0; d < rank; ++d) pstride[d] = ps[d];
     pdiv[a] = b;
   }
-  Plan plan;
-  for (int d = 0; d < max_rank; ++d) plan.param_div[d] = 1;
+  plan.inner = InnerParams::constant;
+  plan.inner_block = 1;
   if (shape.product() == 0) {
     plan.rank = 1;
     plan.shape[0] = 0;
-    return plan;
+    plan.in_stride[0] = plan.out_stride[0] = 1;
+    plan.param_stride[0] = 0;
+    plan.param_div[0] = 1;
+    return;
   }
   Dim dims[max_rank];
   int r = 0;
@@ -5036,7 +5117,6 @@ inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   }
   plan.param_stride[last] = 0;  // the row's own term is handled by `inner`
   plan.param_div[last] = 1;
-  return plan;
 }
 
 inline Plan contiguous_plan(std::size_t n) {
@@ -5138,18 +5218,16 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      factor[i] = scale_factor(application, p.scale[i]);
-      zero[i] = static_cast<float>(p.zero_point[i]);
-    }
+    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
+                                            factor, zero);
     QuantizeArgs a;
-    a.plan = detail::make_plan(x.shape(), x.strides(), q.strides(), layout);
+    detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
     a.out = const_cast<Out*>(q.data());
     a.out_type = elem_type_of<Out>::value;
     a.rounding = mode;
     a.application = application;
-    a.factor = factor.data();
+    a.factor = pf;
     a.zero = zero.data();
     a.qmin = static_cast<float>(p.range.qmin);
     a.qmax = static_cast<float>(p.range.qmax);
@@ -5176,22 +5254,19 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
       return;
     }
     const std::size_t count = p.size();
-    detail::ParamArray<float> factor(count), zero(count), scale(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      factor[i] = scale_factor(application, p.scale[i]);
-      zero[i] = static_cast<float>(p.zero_point[i]);
-      scale[i] = p.scale[i];
-    }
+    detail::ParamArray<float> factor(count), zero(count);
+    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
+                                            factor, zero);
     QuantizeArgs a;
-    a.plan = detail::make_plan(x.shape(), x.strides(), y.strides(), layout);
+    detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
     a.out = y.data();
     a.out_type = ElemType::f32;
     a.rounding = mode;
     a.application = application;
-    a.factor = factor.data();
+    a.factor = pf;
     a.zero = zero.data();
-    a.scale = scale.data();
+    a.scale = p.scale.data();
     a.qmin = static_cast<float>(p.range.qmin);
     a.qmax = static_cast<float>(p.range.qmax);
     a.uniforms = detail::uniform_source(round);
@@ -5211,7 +5286,7 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
       return ref::dequantize(q, p, x);
     const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
     DequantizeArgs a;
-    a.plan = detail::make_plan(q.shape(), q.strides(), x.strides(), layout);
+    detail::make_plan(q.shape(), q.strides(), x.strides(), layout, a.plan);
     a.q = q.data();
     a.in_type = elem_type_of<In>::value;
     a.out = x.data();
@@ -5406,7 +5481,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       bias[c] = p.bias.empty() ? 0 : p.bias[c];
     }
     RequantizeArgs a;
-    a.plan = detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout);
+    detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout, a.plan);
     a.acc = acc.data();
     a.out = out.data();
     a.out_type = elem_type_of<O>::value;
@@ -5468,13 +5543,9 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   if (!range_ok<Q>(r))
     quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
                            "] does not fit the output type (or exceeds +-2^24)");
-  ParamArray<float> factor(count), zero(count), scale(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    check_scale(scales[i], zero_points[i], r);
-    factor[i] = scale_factor(o.application, scales[i]);
-    zero[i] = static_cast<float>(zero_points[i]);
-    scale[i] = scales[i];
-  }
+  for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
+  ParamArray<float> factor(count), zero(count);
+  const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
   QuantizeArgs a;
   a.plan = plan;
   a.x = x;
@@ -5482,9 +5553,9 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   a.out_type = elem_type_of<Q>::value;
   a.rounding = o.rounding;
   a.application = o.application;
-  a.factor = factor.data();
+  a.factor = pf;
   a.zero = zero.data();
-  a.scale = scale.data();
+  a.scale = scales;
   a.qmin = static_cast<float>(r.qmin);
   a.qmax = static_cast<float>(r.qmax);
   run_quantize_any_rounding<Q>(kernels, a);
@@ -5635,7 +5706,7 @@ std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float
                 "simd::minmax_per_param: input must be float");
   const ParamLayout layout(x.shape(), granularity, x.name());
   MinMaxParamsArgs a;
-  a.plan = detail::make_plan(x.shape(), x.strides(), x.strides(), layout);
+  detail::make_plan(x.shape(), x.strides(), x.strides(), layout, a.plan);
   a.x = x.data();
   a.min = min;
   a.max = max;

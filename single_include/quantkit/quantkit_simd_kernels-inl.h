@@ -2090,7 +2090,7 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
     } else {
       i = QuantizeBlocks4<Out, Round, kDivide, false>(a, x, q, n, pf[0], pz[0], scale);
     }
-    QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
+    if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
   } else {
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
   }
@@ -2101,13 +2101,37 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
+// Short rows with constant parameters (per-channel rows of small tensors): one call for all,
+// the row body inlined, so that the core overlaps the rows' dependency chains.
+template <class Out, class Round, bool kDivide>
+void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                  std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
+  if constexpr (kBlocked<Out> && !Round::kStochastic) {
+    if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
+      for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+        const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
+        const std::size_t i = QuantizeBlocks4<Out, Round, kDivide, false>(
+            a, x, q, n, a.factor[at], a.zero[at], ps ? ps[0] : 1.0f);
+        if (i < n)
+          QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, a.factor + at, a.zero + at,
+                                                   ps, nullptr);
+      }
+      return;
+    }
+  }
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
+    QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
+}
+
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic};
+                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic,
+                                Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
   }
   template <class Round>
@@ -2250,8 +2274,24 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
 }
 
 template <class In>
+void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, std::ptrdiff_t sx,
+                    std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
+  if (!a.stream) {  // the lean loop: no stream branch per row
+    for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat) {
+      const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
+      if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
+    }
+    return;
+  }
+  for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat)
+    DequantizeRunBody<In, false>(args, q, x, n, at);
+}
+
+template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
-  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false};
+  const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
+                             &DequantizeRows<In>};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
 }
 

@@ -124,27 +124,52 @@ bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   return true;
 }
 
-// Parameters per parameter index; one inline value for per-tensor (no allocation).
+// Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
+// most layers: no allocation per call), on the heap beyond.
 template <class T>
 class ParamArray {
  public:
-  explicit ParamArray(std::size_t n) {
-    if (n > 1) heap_.resize(n);
+  static constexpr std::size_t kInline = 64;
+  explicit ParamArray(std::size_t n) : data_(inline_) {
+    if (n > kInline) {
+      heap_.resize(n);
+      data_ = heap_.data();
+    }
   }
-  T* data() { return heap_.empty() ? &one_ : heap_.data(); }
-  T& operator[](std::size_t i) { return data()[i]; }
+  ParamArray(const ParamArray&) = delete;
+  ParamArray& operator=(const ParamArray&) = delete;
+  T* data() { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
 
  private:
-  T one_{};
+  T inline_[kInline];  // written before being read: no initialization
   std::vector<T> heap_;
+  T* data_;
 };
+
+// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`. Plain loops over
+// local pointers: they vectorize (per-channel parameters are converted on every call).
+inline const float* kernel_params(ScaleApplicationKind application, const float* scales,
+                                  const std::int32_t* zero_points, std::size_t count,
+                                  ParamArray<float>& factor, ParamArray<float>& zero) {
+  float* z = zero.data();
+  for (std::size_t i = 0; i < count; ++i) z[i] = static_cast<float>(zero_points[i]);
+  if (application == ScaleApplicationKind::divide) return scales;
+  float* f = factor.data();
+  for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+  return f;
+}
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
 // `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
 // wherever both views and the parameter index allow, so that contiguous tensors become one
 // long row (per-tensor), rows per channel (per-channel, axis not last), or rows with
 // per-element parameter vectors (per-channel on the last axis, per-group across it).
-inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout) {
+// Written into `plan` (the Plan inside the kernel's argument struct: no 344-byte copy per call);
+// entries past plan.rank are left as they are.
+inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout,
+                      Plan& plan) {
   struct Dim {
     std::int64_t n, si, so, ps, pd;
   };
@@ -163,12 +188,15 @@ inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
     for (int d = 0; d < rank; ++d) pstride[d] = ps[d];
     pdiv[a] = b;
   }
-  Plan plan;
-  for (int d = 0; d < max_rank; ++d) plan.param_div[d] = 1;
+  plan.inner = InnerParams::constant;
+  plan.inner_block = 1;
   if (shape.product() == 0) {
     plan.rank = 1;
     plan.shape[0] = 0;
-    return plan;
+    plan.in_stride[0] = plan.out_stride[0] = 1;
+    plan.param_stride[0] = 0;
+    plan.param_div[0] = 1;
+    return;
   }
   Dim dims[max_rank];
   int r = 0;
@@ -211,7 +239,6 @@ inline Plan make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   }
   plan.param_stride[last] = 0;  // the row's own term is handled by `inner`
   plan.param_div[last] = 1;
-  return plan;
 }
 
 inline Plan contiguous_plan(std::size_t n) {
@@ -313,18 +340,16 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      factor[i] = scale_factor(application, p.scale[i]);
-      zero[i] = static_cast<float>(p.zero_point[i]);
-    }
+    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
+                                            factor, zero);
     QuantizeArgs a;
-    a.plan = detail::make_plan(x.shape(), x.strides(), q.strides(), layout);
+    detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
     a.out = const_cast<Out*>(q.data());
     a.out_type = elem_type_of<Out>::value;
     a.rounding = mode;
     a.application = application;
-    a.factor = factor.data();
+    a.factor = pf;
     a.zero = zero.data();
     a.qmin = static_cast<float>(p.range.qmin);
     a.qmax = static_cast<float>(p.range.qmax);
@@ -351,22 +376,19 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
       return;
     }
     const std::size_t count = p.size();
-    detail::ParamArray<float> factor(count), zero(count), scale(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      factor[i] = scale_factor(application, p.scale[i]);
-      zero[i] = static_cast<float>(p.zero_point[i]);
-      scale[i] = p.scale[i];
-    }
+    detail::ParamArray<float> factor(count), zero(count);
+    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
+                                            factor, zero);
     QuantizeArgs a;
-    a.plan = detail::make_plan(x.shape(), x.strides(), y.strides(), layout);
+    detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
     a.out = y.data();
     a.out_type = ElemType::f32;
     a.rounding = mode;
     a.application = application;
-    a.factor = factor.data();
+    a.factor = pf;
     a.zero = zero.data();
-    a.scale = scale.data();
+    a.scale = p.scale.data();
     a.qmin = static_cast<float>(p.range.qmin);
     a.qmax = static_cast<float>(p.range.qmax);
     a.uniforms = detail::uniform_source(round);
@@ -386,7 +408,7 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
       return ref::dequantize(q, p, x);
     const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
     DequantizeArgs a;
-    a.plan = detail::make_plan(q.shape(), q.strides(), x.strides(), layout);
+    detail::make_plan(q.shape(), q.strides(), x.strides(), layout, a.plan);
     a.q = q.data();
     a.in_type = elem_type_of<In>::value;
     a.out = x.data();
@@ -581,7 +603,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       bias[c] = p.bias.empty() ? 0 : p.bias[c];
     }
     RequantizeArgs a;
-    a.plan = detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout);
+    detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout, a.plan);
     a.acc = acc.data();
     a.out = out.data();
     a.out_type = elem_type_of<O>::value;
@@ -643,13 +665,9 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   if (!range_ok<Q>(r))
     quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
                            "] does not fit the output type (or exceeds +-2^24)");
-  ParamArray<float> factor(count), zero(count), scale(count);
-  for (std::size_t i = 0; i < count; ++i) {
-    check_scale(scales[i], zero_points[i], r);
-    factor[i] = scale_factor(o.application, scales[i]);
-    zero[i] = static_cast<float>(zero_points[i]);
-    scale[i] = scales[i];
-  }
+  for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
+  ParamArray<float> factor(count), zero(count);
+  const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
   QuantizeArgs a;
   a.plan = plan;
   a.x = x;
@@ -657,9 +675,9 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   a.out_type = elem_type_of<Q>::value;
   a.rounding = o.rounding;
   a.application = o.application;
-  a.factor = factor.data();
+  a.factor = pf;
   a.zero = zero.data();
-  a.scale = scale.data();
+  a.scale = scales;
   a.qmin = static_cast<float>(r.qmin);
   a.qmax = static_cast<float>(r.qmax);
   run_quantize_any_rounding<Q>(kernels, a);
@@ -810,7 +828,7 @@ std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float
                 "simd::minmax_per_param: input must be float");
   const ParamLayout layout(x.shape(), granularity, x.name());
   MinMaxParamsArgs a;
-  a.plan = detail::make_plan(x.shape(), x.strides(), x.strides(), layout);
+  detail::make_plan(x.shape(), x.strides(), x.strides(), layout, a.plan);
   a.x = x.data();
   a.min = min;
   a.max = max;
