@@ -111,7 +111,8 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
   return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
 }
 
-// The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
+// The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
+// the elements done.
 template <class Out, class Round, bool kDivide, bool kStream>
 HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
                                        Out* HWY_RESTRICT q, std::size_t n, float factor,
@@ -136,6 +137,9 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
       StoreVec<kStream>(y2, d, q + i + 2 * N);
       StoreVec<kStream>(y3, d, q + i + 3 * N);
     }
+    // then single vectors (short rows: per-group blocks of 16 or 32), ordinary stores
+    for (; i + N <= n; i += N)
+      hn::StoreU(FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s), d, q + i);
   } else {
     (void)scale;
     const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
@@ -145,6 +149,11 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
       const auto v2 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
       const auto v3 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
       StoreQuantized4<Out, kStream>(di, v0, v1, v2, v3, z, q + i);
+    }
+    const hn::Rebind<Out, decltype(di)> dq;
+    for (; i + N <= n; i += N) {  // in [lo - z, hi - z]: + z fits Out
+      const auto v = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
+      hn::StoreU(hn::DemoteTo(dq, hn::Add(v, z)), dq, q + i);
     }
   }
   return i;
@@ -339,7 +348,8 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadAsInt32(D d, const In* HWY_RESTRIC
   }
 }
 
-// The whole blocks of 4 vectors of a run with constant parameters; returns the elements done.
+// The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
+// the elements done.
 template <class In, bool kStream>
 HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RESTRICT x,
                                          std::size_t n, float scale, std::int32_t zero) {
@@ -360,6 +370,8 @@ HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RE
     StoreVec<kStream>(y2, d, x + i + 2 * N);
     StoreVec<kStream>(y3, d, x + i + 3 * N);
   }
+  for (; i + N <= n; i += N)  // then single vectors (short rows), ordinary stores
+    hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i), z)), s), d, x + i);
   return i;
 }
 
