@@ -526,6 +526,14 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
   const auto zero = hn::Zero(d);
   const auto t = hn::Mul(v, inv_width);
   const auto ok = hn::Lt(hn::Abs(t), hn::Set(d, 2147483648.0f));  // false for NaN and +-Inf
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // floor in one masked conversion (exact; ConvertTo adds an overflow fix-up); lanes not ok
+  // get base + bins, which the modular step below sends to the trash slot
+  const hn::Vec<DI> kb = hn::Add(base, hn::BitCast(di, bins));
+  auto k = hn::Vec<DI>{_mm512_mask_cvt_roundps_epi32(kb.raw, ok.raw, t.raw, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+  k = hn::Add(k, hn::VecFromMask(di, hn::RebindMask(di, hn::And(hn::Lt(v, zero), hn::Eq(t, zero)))));
+  return hn::Min(hn::BitCast(du, hn::Sub(k, base)), bins);
+#else
   const auto tz = hn::IfThenElseZero(ok, t);
   auto k = hn::ConvertTo(di, tz);  // truncates; then -1 where that went up, and where v < 0
   k = hn::Add(k, hn::VecFromMask(di, hn::RebindMask(di, hn::Lt(tz, hn::ConvertTo(d, k)))));
@@ -533,6 +541,7 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
   // modular: k - base lands in [0, bins) only for k in [base, base + bins)
   const auto b = hn::Min(hn::BitCast(du, hn::Sub(k, base)), bins);
   return hn::IfThenElse(hn::RebindMask(du, ok), b, bins);
+#endif
 }
 
 // Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
