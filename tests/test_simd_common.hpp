@@ -789,6 +789,132 @@ inline void check_histogram_blocked(const qks::Kernels* k) {
   }
 }
 
+// GridHistogram's scalar binning (quantkit::detail::kernels::grid_histogram's plain loops,
+// skip_nonfinite or not) onto counts starting at 5.
+inline std::vector<std::uint64_t> reference_grid_histogram(const float* x, std::size_t n, float inv_width,
+                                                           std::int64_t base, std::size_t bins, bool skip) {
+  std::vector<std::uint64_t> counts(bins, 5);
+  bool& plain = qk::detail::kernels::plain_reductions_only();
+  const bool saved = plain;
+  plain = true;
+  qk::detail::kernels::grid_histogram(x, static_cast<std::int64_t>(n), 1, inv_width, base,
+                                      static_cast<std::int64_t>(bins), counts.data(), skip);
+  plain = saved;
+  return counts;
+}
+
+// A grid: bins of width 2^exponent from base * 2^exponent.
+struct GridCase {
+  std::size_t bins;
+  std::int64_t base;
+  int exponent;
+};
+
+// n values on grid g, each in one of its bins as the observer guarantees: random ones, bin
+// edges and their float neighbours, +-0, denormals, negative values whose product with
+// 2^-exponent underflows to -0 (bin -1); NaN/+-Inf with `nonfinite`.
+inline std::vector<float> grid_inputs(const GridCase& g, std::size_t n, std::uint32_t seed, bool nonfinite) {
+  std::mt19937 rng(seed);
+  const float inv = std::ldexp(1.0f, -g.exponent);
+  const double w = std::ldexp(1.0, g.exponent);
+  const double lo = static_cast<double>(g.base) * w;
+  const double hi = static_cast<double>(g.base + static_cast<std::int64_t>(g.bins)) * w;
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::uniform_int_distribution<std::int64_t> bin(0, static_cast<std::int64_t>(g.bins) - 1);
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const float specials[] = {0.0f, -0.0f, tiny, -tiny, -3 * tiny, 1e-40f, -1e-40f,
+                            std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(),
+                            -1e-30f, 1e-30f, -1e-20f};
+  auto in_grid = [&](float v) {
+    const std::int64_t j = qk::detail::kernels::grid_index(v, inv) - g.base;
+    return std::isfinite(v) && j >= 0 && j < static_cast<std::int64_t>(g.bins);
+  };
+  std::vector<float> x;
+  x.reserve(n);
+  while (x.size() < n) {
+    const int kind = static_cast<int>(rng() % 16);
+    float v;
+    if (nonfinite && kind == 0) {
+      const float nf[] = {std::numeric_limits<float>::quiet_NaN(), kInf, -kInf};
+      x.push_back(nf[rng() % 3]);
+      continue;
+    }
+    if (kind <= 2) {
+      v = specials[rng() % (sizeof specials / sizeof specials[0])];
+    } else if (kind <= 7) {  // an edge or a neighbour
+      const float e = static_cast<float>(static_cast<double>(g.base + bin(rng)) * w);
+      const int side = static_cast<int>(rng() % 3);
+      v = side == 0 ? e : std::nextafter(e, side == 1 ? -kInf : kInf);
+    } else {
+      v = static_cast<float>(u(rng));
+    }
+    if (in_grid(v)) x.push_back(v);
+  }
+  return x;
+}
+
+// simd::grid_histogram against the scalar loops: grids with few and many bins (2, 3 ... 65535
+// through the uint16 sub-histograms; 65536, 70000 straight into the counts), negative bases,
+// |v / w| near 2^30, huge and tiny widths (underflowing products); lengths around the vector
+// width, the block, the 8 * bins threshold and the 64K flush; unaligned starts; with and
+// without NaN/+-Inf (the skip_nonfinite loop; the plain loop too when there are none).
+inline void check_grid_histogram(const qks::Kernels* k) {
+  auto run = [&](const std::vector<float>& buf, std::size_t offset, std::size_t n, const GridCase& g) {
+    const float inv = std::ldexp(1.0f, -g.exponent);
+    const float* x = buf.data() + offset;
+    std::size_t finite = 0;
+    for (std::size_t i = 0; i < n; ++i) finite += std::isfinite(x[i]) ? 1 : 0;
+    const std::vector<std::uint64_t> want = reference_grid_histogram(x, n, inv, g.base, g.bins, true);
+    std::vector<std::uint64_t> got(g.bins, 5);
+    const std::size_t counted = qks::grid_histogram(x, n, inv, g.base, g.bins, got.data(), k);
+    CAPTURE(n);
+    CAPTURE(offset);
+    CAPTURE(g.bins);
+    CAPTURE(g.base);
+    CAPTURE(g.exponent);
+    CHECK(counted == finite);
+    const long at = first_difference(got, want);
+    CHECK_MESSAGE(at < 0, "bin " << at << ": got " << (at < 0 ? 0 : got[static_cast<std::size_t>(at)])
+                                 << ", want " << (at < 0 ? 0 : want[static_cast<std::size_t>(at)]));
+    if (finite == n) CHECK(reference_grid_histogram(x, n, inv, g.base, g.bins, false) == want);
+  };
+  const std::size_t lengths[] = {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 511, 512, 513, 1025, 4100,
+                                 65535, 65536, 65537, 2 * 65536 + 511};
+  const GridCase small[] = {{2, -1, 20}, {3, -2, 0}, {2, 0, -3}, {64, -32, 100}, {64, -32, -100},
+                            {1000, 5, 4}, {4096, -2100, -10}, {4096, (std::int64_t{1} << 30) - 4096, -5},
+                            {4096, -(std::int64_t{1} << 30), 3}};
+  std::uint32_t seed = 1;
+  for (const GridCase& g : small) {
+    for (bool nonfinite : {false, true}) {
+      const std::vector<float> buf = grid_inputs(g, 2 * 65536 + 515, seed++, nonfinite);
+      for (std::size_t n : lengths)
+        for (std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}})
+          if (g.bins <= 64 || n == 0 || n == 17 || n >= 4100) run(buf, offset, n, g);
+    }
+  }
+  // bins at the limit of the sub-histograms (bins + 1 <= 65536, past 8 * bins values) and past it
+  for (const GridCase& g : {GridCase{65535, -30000, -3}, GridCase{65536, -40000, 2}, GridCase{70000, -35000, 1}}) {
+    const std::vector<float> buf = grid_inputs(g, 8 * 65536 + 600, seed++, g.bins == 65535);
+    run(buf, 0, buf.size(), g);
+    run(buf, 1, 70001, g);
+  }
+  // more than 65535 values of one bin per flush (uint16 counters)
+  for (float value : {-1e-30f, 0.0f, 1.5f}) {
+    const std::vector<float> same(3 * 65536 + 5, value);
+    run(same, 0, same.size(), GridCase{2, -1, 1});
+    run(same, 1, same.size() - 1, GridCase{3, -1, 0});
+  }
+  // the front end's checks
+  std::uint64_t counts[4] = {};
+  const float x[2] = {0.5f, 1.5f};
+  CHECK_THROWS_AS(qks::grid_histogram(x, 2, 3.0f, 0, 4, counts, k), qk::Error);
+  CHECK_THROWS_AS(qks::grid_histogram(x, 2, 1.0f, 0, 0, counts, k), qk::Error);
+  CHECK_THROWS_AS(qks::grid_histogram(x, 2, 1.0f, std::int64_t{1} << 31, 4, counts, k), qk::Error);
+  CHECK_THROWS_AS(qks::grid_histogram(x, 2, 1.0f, -(std::int64_t{1} << 31), 4, counts, k), qk::Error);
+  CHECK(qks::grid_histogram(x, 2, 1.0f, 0, 4, counts, k) == 2);
+  CHECK((counts[0] == 1 && counts[1] == 1 && counts[2] == 0));
+}
+
 // The blocked min/max (blocks of 64 vectors on raw values, a block with NaN/Inf or an
 // overflowing sum scanned again with the finite filter) against the sequential loop.
 inline void check_minmax_blocked(const qks::Kernels* k) {

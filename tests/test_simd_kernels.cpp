@@ -61,7 +61,8 @@ TEST_CASE("simd: dynamic dispatch is linked and every compiled target is exercis
   CHECK(&qks::active_kernels() == all.front());
   for (const qks::Kernels* k : all) {
     CHECK(qks::kernels_for(k->target) == k);
-    CHECK((k->quantize != nullptr && k->requantize != nullptr && k->histogram != nullptr));
+    CHECK((k->quantize != nullptr && k->requantize != nullptr && k->histogram != nullptr &&
+           k->grid_histogram != nullptr));
   }
   CHECK(qks::kernels_for(0) == nullptr);
 }
@@ -184,6 +185,10 @@ TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lo
     simd_test::check_histogram_blocked(&k);
     simd_test::check_minmax_blocked(&k);
   });
+}
+
+TEST_CASE("simd: grid histogram (GridHistogram's binning) equals the scalar loops") {
+  for_each_target("grid histogram", [](const qks::Kernels& k) { simd_test::check_grid_histogram(&k); });
 }
 
 TEST_CASE("simd: raw-pointer entry points equal the View API") {
@@ -445,6 +450,50 @@ TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on ever
             CHECK(same);
           }
         }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// KlObserver's histogram (GridHistogram::add through the SIMD grid kernel for contiguous float
+// runs) against the plain loops, on every target: per tensor and per channel, non-finite values
+// skipped or not, ranges that grow (regrid) and batches below the SIMD threshold.
+TEST_CASE("KlObserver: the SIMD grid histogram equals the plain loops on every target") {
+  std::mt19937 rng(5);
+  auto normal = [&](std::size_t n, float sd) {
+    std::normal_distribution<float> nd(0.0f, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+  };
+  std::vector<std::vector<float>> batches = {normal(100000, 1.0f), normal(70000, 3.0f), normal(40, 0.5f),
+                                             normal(65536 * 2 + 3, 0.01f)};
+  batches.push_back(normal(20000, 2.0f));
+  batches.back()[7] = std::numeric_limits<float>::quiet_NaN();
+  batches.back()[19999] = -simd_test::kInf;
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    hwy::SetSupportedTargetsForTest(k->target);
+    REQUIRE(std::string(qks::active_kernels().name) == k->name);
+    for (bool per_channel : {false, true}) {
+      CAPTURE(k->name);
+      CAPTURE(per_channel);
+      qk::ObserverConfig c;
+      c.name = "x";
+      c.nonfinite = qk::NonFiniteKind::ignore;
+      if (per_channel) c.granularity = qk::Granularity::per_channel(0);
+      qk::KlObserver simd(c), plain(c);
+      for (const auto& b : batches) {
+        const auto n = static_cast<std::int64_t>(b.size());
+        const qk::Dims shape = per_channel && n % 2 == 0 ? qk::Dims{2, n / 2} : qk::Dims{n};
+        if (per_channel && n % 2 != 0) continue;
+        const qk::View<const float> v(b.data(), shape, "x");
+        qk::detail::kernels::plain_reductions_only() = false;
+        simd.observe(v);
+        qk::detail::kernels::plain_reductions_only() = true;
+        plain.observe(v);
+        qk::detail::kernels::plain_reductions_only() = false;
+        CHECK(simd.state() == plain.state());
       }
     }
   }

@@ -56,6 +56,7 @@ TEST_CASE("simd static: reductions") {
   simd_test::check_depthwise_rows(nullptr);
   simd_test::check_histogram_blocked(nullptr);
   simd_test::check_minmax_blocked(nullptr);
+  simd_test::check_grid_histogram(nullptr);
 }
 
 TEST_CASE("simd static: Quantizer uses the kernels") {

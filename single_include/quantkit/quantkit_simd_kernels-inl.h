@@ -956,6 +956,21 @@ struct HistogramResult {
   std::size_t nan = 0;
 };
 
+// Histogram on a power-of-two grid (GridHistogram's): value v goes to bin floor(v * inv_width)
+// - base, with floor(t) = int(t) - (t < int(t)) - (v < 0 && t == 0) (the product underflowing
+// to zero keeps v's side of 0). counts[0..bins) are incremented (accumulation). Values whose
+// bin lies outside [0, bins), NaN and +-Inf are not counted. Requires inv_width a power of
+// two and base .. base + bins - 1 within (-2^31, 2^31), so |v * inv_width| < 2^31 for every
+// value counted.
+struct GridHistogramArgs {
+  const float* x = nullptr;
+  std::size_t n = 0;
+  float inv_width = 1.0f;
+  std::int32_t base = 0;
+  std::size_t bins = 0;
+  std::uint64_t* counts = nullptr;
+};
+
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
 
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
@@ -973,6 +988,7 @@ struct Kernels {
   AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
   std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+  std::size_t (*grid_histogram)(const GridHistogramArgs&) = nullptr;  // returns #counted
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
@@ -2668,17 +2684,68 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
 }
 
 // Large inputs: bin indices of a block of kHistBlock values computed on vectors (no per-lane
-// branch: values outside [lo, hi] and NaN go to a trash slot), then the increments from the
-// index buffer into two interleaved uint16 sub-histograms (alternate values of the block go to
+// branch: values that are not binned go to a trash slot), then the increments from the index
+// buffer into two interleaved uint16 sub-histograms (alternate values of the block go to
 // alternate copies, so runs of one bin do not chain through one counter), flushed into the
-// uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter). Each copy
-// has bins + 2 slots: [0, bins) the bins, `bins` the values whose quotient is exactly `bins`
-// (v == hi, or rounding up to it: the last bin, as the clamp does), bins + 1 the trash.
-// The index of an inside value is computed with the same float operations as HistogramDirect:
-// int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi), so every value lands in the same bin.
+// uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter).
 constexpr std::size_t kHistBlock = 512;
 constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
 
+// The block loop shared by the histograms: indices(p, out) writes the slot indices (< slots
+// <= 65536) of the N values at p; flush(h0, h1) adds the two sub-histograms to the counts.
+// Returns the number of values done (whole blocks; the caller does the rest).
+template <class Indices, class Flush>
+HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t slots, Indices& indices,
+                                   Flush& flush) {
+  const hn::ScalableTag<float> d;
+  const std::size_t N = hn::Lanes(d);
+  std::vector<std::uint16_t> sub(2 * slots, 0);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = sub.data() + slots;
+  // Two index buffers: the increments of block i (from `cur`) are interleaved with the
+  // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
+  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
+  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
+  std::uint16_t* cur = idx_a;
+  std::uint16_t* nxt = idx_b;
+  const std::size_t end = n - n % kHistBlock;
+  // Groups of G values: whole vectors and whole 4-index words.
+  const std::size_t G = N < 4 ? 4 : N;
+  for (std::size_t c = 0; c < end; c += kHistChunk) {
+    const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
+    for (std::size_t j = 0; j < kHistBlock; j += N) indices(x + c + j, cur + j);
+    for (std::size_t i = c; i < chunk_end; i += kHistBlock) {
+      const float* next = i + kHistBlock < chunk_end ? x + i + kHistBlock : nullptr;
+      for (std::size_t j = 0; j < kHistBlock; j += G) {
+        if (next != nullptr) {
+          PrefetchAhead(next + j, G * sizeof(float));
+          for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
+        }
+        for (std::size_t q = j; q < j + G; q += 4) {
+          std::uint64_t w;  // four indices in one load
+          std::memcpy(&w, cur + q, sizeof(w));
+          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
+          ++h1[static_cast<std::uint16_t>(w >> 16)];
+          ++h0[static_cast<std::uint16_t>(w >> 32)];
+          ++h1[static_cast<std::uint16_t>(w >> 48)];
+        }
+      }
+      std::uint16_t* t = cur;
+      cur = nxt;
+      nxt = t;
+    }
+    flush(h0, h1);
+    std::fill(sub.begin(), sub.end(), std::uint16_t{0});
+  }
+  return end;
+}
+
+// Histogram's slots: [0, bins) the bins, `bins` the values whose quotient is exactly `bins`
+// (v == hi, or rounding up to it: the last bin, as the clamp does), bins + 1 the trash
+// (outside [lo, hi], NaN). The index of an inside value is computed with the same float
+// operations as HistogramDirect: int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi), so
+// every value lands in the same bin.
+//
 // kMinMax: also the running min/max of the finite values (raw values while a vector is all
 // inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
 // vmin/vmax and the count of non-finite values into *nonfinite.
@@ -2695,21 +2762,9 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
   const V width = hn::Set(d, a.hi - a.lo);
   const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
   const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
-  const std::size_t stride = a.bins + 2;
-  std::vector<std::uint16_t> sub(2 * stride, 0);
-  std::uint16_t* const h0 = sub.data();
-  std::uint16_t* const h1 = sub.data() + stride;
-  // Two index buffers: the increments of block i (from `cur`) are interleaved with the
-  // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
-  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
-  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
-  std::uint16_t* cur = idx_a;
-  std::uint16_t* nxt = idx_b;
-  const std::size_t end = a.n - a.n % kHistBlock;
-  auto flush = [&]() {
+  auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
     for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
     a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
-    std::fill(sub.begin(), sub.end(), std::uint16_t{0});
   };
   // Indices of the N values at p into out.
   auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
@@ -2748,34 +2803,7 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
       vmax = hn::Max(vmax, vhi);
     }
   };
-  // Groups of G values: whole vectors and whole 4-index words.
-  const std::size_t G = N < 4 ? 4 : N;
-  for (std::size_t c = 0; c < end; c += kHistChunk) {
-    const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
-    for (std::size_t j = 0; j < kHistBlock; j += N) indices(a.x + c + j, cur + j);
-    for (std::size_t i = c; i < chunk_end; i += kHistBlock) {
-      const float* next = i + kHistBlock < chunk_end ? a.x + i + kHistBlock : nullptr;
-      for (std::size_t j = 0; j < kHistBlock; j += G) {
-        if (next != nullptr) {
-          PrefetchAhead(next + j, G * sizeof(float));
-          for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
-        }
-        for (std::size_t q = j; q < j + G; q += 4) {
-          std::uint64_t w;  // four indices in one load
-          std::memcpy(&w, cur + q, sizeof(w));
-          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
-          ++h1[static_cast<std::uint16_t>(w >> 16)];
-          ++h0[static_cast<std::uint16_t>(w >> 32)];
-          ++h1[static_cast<std::uint16_t>(w >> 48)];
-        }
-      }
-      std::uint16_t* t = cur;
-      cur = nxt;
-      nxt = t;
-    }
-    flush();
-  }
-  return end;
+  return CountBlocks(a.x, a.n, a.bins + 2, indices, flush);
 }
 
 inline HistogramResult Histogram(const HistogramArgs& a) {
@@ -2826,6 +2854,88 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
   }
   return r;
+}
+
+// ------------------------------ Grid histogram
+
+// Bins (relative to base) of the values v, the scalar's floor step by step; `bins` (the
+// trash slot) where not binned: NaN, +-Inf, |t| >= 2^31 (zeroed before converting, which is
+// undefined on the scalar and emulated targets; outside any int32 grid) or outside [0, bins).
+template <class D, class DI = hn::RebindToSigned<D>, class DU = hn::RebindToUnsigned<D>>
+HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec<DI> base, hn::Vec<DU> bins) {
+  const DI di;
+  const DU du;
+  const auto zero = hn::Zero(d);
+  const auto t = hn::Mul(v, inv_width);
+  const auto ok = hn::Lt(hn::Abs(t), hn::Set(d, 2147483648.0f));  // false for NaN and +-Inf
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // floor in one masked conversion (exact; ConvertTo adds an overflow fix-up); lanes not ok
+  // get base + bins, which the modular step below sends to the trash slot
+  const hn::Vec<DI> kb = hn::Add(base, hn::BitCast(di, bins));
+  auto k = hn::Vec<DI>{_mm512_mask_cvt_roundps_epi32(kb.raw, ok.raw, t.raw, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC)};
+  k = hn::Add(k, hn::VecFromMask(di, hn::RebindMask(di, hn::And(hn::Lt(v, zero), hn::Eq(t, zero)))));
+  return hn::Min(hn::BitCast(du, hn::Sub(k, base)), bins);
+#else
+  const auto tz = hn::IfThenElseZero(ok, t);
+  auto k = hn::ConvertTo(di, tz);  // truncates; then -1 where that went up, and where v < 0
+  k = hn::Add(k, hn::VecFromMask(di, hn::RebindMask(di, hn::Lt(tz, hn::ConvertTo(d, k)))));
+  k = hn::Add(k, hn::VecFromMask(di, hn::RebindMask(di, hn::And(hn::Lt(v, zero), hn::Eq(t, zero)))));
+  // modular: k - base lands in [0, bins) only for k in [base, base + bins)
+  const auto b = hn::Min(hn::BitCast(du, hn::Sub(k, base)), bins);
+  return hn::IfThenElse(hn::RebindMask(du, ok), b, bins);
+#endif
+}
+
+// Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
+// time straight into the uint64 counts, the tail one value at a time. Returns #counted.
+inline std::size_t GridHistogram(const GridHistogramArgs& a) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const std::size_t N = hn::Lanes(d);
+  const auto inv_width = hn::Set(d, a.inv_width);
+  const auto base = hn::Set(di, a.base);
+  const auto bins = hn::Set(du, static_cast<std::uint32_t>(a.bins));
+  std::size_t skipped = 0;
+  std::size_t i = 0;
+  // As Histogram: the sub-histograms pay for zeroing and flushing 2 * (bins + 1) counters.
+  if (a.bins + 1 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
+    const hn::Rebind<std::uint16_t, decltype(di)> d16;
+    auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+      const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
+      hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
+    };
+    auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
+      for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
+      skipped += std::size_t{h0[a.bins]} + h1[a.bins];
+    };
+    i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+  }
+  HWY_ALIGN std::uint32_t idx[kMaxLanes<std::uint32_t>];
+  for (; i + N <= a.n; i += N) {
+    hn::Store(GridBins(d, hn::LoadU(d, a.x + i), inv_width, base, bins), du, idx);
+    for (std::size_t l = 0; l < N; ++l) {
+      if (idx[l] < a.bins)
+        ++a.counts[idx[l]];
+      else
+        ++skipped;
+    }
+  }
+  for (; i < a.n; ++i) {
+    const float v = a.x[i];
+    const float t = v * a.inv_width;
+    std::int64_t b = -1;
+    if (std::fabs(t) < 2147483648.0f) {
+      b = static_cast<std::int64_t>(t);
+      if (t < static_cast<float>(b) || (v < 0.0f && t == 0.0f)) --b;
+      b -= a.base;
+    }
+    if (b >= 0 && b < static_cast<std::int64_t>(a.bins))
+      ++a.counts[b];
+    else
+      ++skipped;
+  }
+  return a.n - skipped;
 }
 
 // ------------------------------ Packing
@@ -3543,6 +3653,7 @@ const Kernels* GetKernelsT() {
     k.absmax = &AbsMax;
     k.minmax_params = &MinMaxParams;
     k.histogram = &Histogram;
+    k.grid_histogram = &GridHistogram;
     k.gemm = GetGemmKernelsT<0>();
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;

@@ -98,14 +98,14 @@ class GridHistogram {
   void add(const T* p, std::int64_t n, std::int64_t stride, bool skip_nonfinite) {
     const float inv_width = static_cast<float>(std::ldexp(1.0, -exponent_));
     if (!skip_nonfinite) {
-      detail::kernels::grid_histogram(p, n, stride, inv_width, base_, counts_.data(), false);
+      detail::kernels::grid_histogram(p, n, stride, inv_width, base_, bins_, counts_.data(), false);
       total_ += static_cast<std::uint64_t>(n);
       return;
     }
     std::uint64_t finite = 0;
     for (std::int64_t i = 0; i < n; ++i)
       if (std::isfinite(static_cast<float>(p[i * stride]))) ++finite;
-    detail::kernels::grid_histogram(p, n, stride, inv_width, base_, counts_.data(), true);
+    detail::kernels::grid_histogram(p, n, stride, inv_width, base_, bins_, counts_.data(), true);
     total_ += finite;
   }
 

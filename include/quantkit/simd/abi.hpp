@@ -210,6 +210,21 @@ struct HistogramResult {
   std::size_t nan = 0;
 };
 
+// Histogram on a power-of-two grid (GridHistogram's): value v goes to bin floor(v * inv_width)
+// - base, with floor(t) = int(t) - (t < int(t)) - (v < 0 && t == 0) (the product underflowing
+// to zero keeps v's side of 0). counts[0..bins) are incremented (accumulation). Values whose
+// bin lies outside [0, bins), NaN and +-Inf are not counted. Requires inv_width a power of
+// two and base .. base + bins - 1 within (-2^31, 2^31), so |v * inv_width| < 2^31 for every
+// value counted.
+struct GridHistogramArgs {
+  const float* x = nullptr;
+  std::size_t n = 0;
+  float inv_width = 1.0f;
+  std::int32_t base = 0;
+  std::size_t bins = 0;
+  std::uint64_t* counts = nullptr;
+};
+
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
 
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
@@ -227,6 +242,7 @@ struct Kernels {
   AbsMaxResult (*absmax)(const float* x, std::size_t n) = nullptr;
   std::size_t (*minmax_params)(const MinMaxParamsArgs&) = nullptr;  // returns #non-finite
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
+  std::size_t (*grid_histogram)(const GridHistogramArgs&) = nullptr;  // returns #counted
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,

@@ -43,6 +43,7 @@ const Kernels* GetKernelsT() {
     k.absmax = &AbsMax;
     k.minmax_params = &MinMaxParams;
     k.histogram = &Histogram;
+    k.grid_histogram = &GridHistogram;
     k.gemm = GetGemmKernelsT<0>();
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;

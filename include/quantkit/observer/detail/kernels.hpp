@@ -134,11 +134,18 @@ inline std::int64_t grid_index(float v, float inv_width) {
 }
 
 // Power-of-two grid histogram: counts[grid_index(v) - base] += 1 for each value. Every value
-// must lie in the histogram's range (the observer widened it first); non-finite values are
-// skipped when skip_nonfinite, and must not occur otherwise.
+// must lie in the histogram's range, bins [0, bins) (the observer widened it first);
+// non-finite values are skipped when skip_nonfinite, and must not occur otherwise.
 template <class T, class Count>
 void grid_histogram(const T* p, std::int64_t n, std::int64_t stride, float inv_width,
-                    std::int64_t base, Count* counts, bool skip_nonfinite) {
+                    std::int64_t base, std::int64_t bins, Count* counts, bool skip_nonfinite) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<Count, std::uint64_t>) {
+    // (the kernel skips non-finite values either way; without skip_nonfinite there are none)
+    if (stride == 1 && n >= 64 && simd_reductions()) {
+      simd::grid_histogram(p, static_cast<std::size_t>(n), inv_width, base, static_cast<std::size_t>(bins), counts);
+      return;
+    }
+  }
   if (skip_nonfinite) {
     for (std::int64_t i = 0; i < n; ++i) {
       const float v = static_cast<float>(p[i * stride]);
