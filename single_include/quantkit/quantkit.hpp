@@ -3381,6 +3381,14 @@ HWY_NOINLINE void QuantizeLoop(const QuantizeArgs& a, const float* x, Out* q, st
   std::memcpy(q + i, qb, rem * sizeof(Out));
 }
 
+// A run with constant parameters and ordinary stores: whole vectors, then the tail.
+template <class Out, class Round, bool kDivide>
+HWY_INLINE void QuantizeConstantRun(const QuantizeArgs& a, const float* x, Out* q, std::size_t n,
+                                    const float* pf, const float* pz, const float* ps) {
+  const std::size_t i = QuantizeBlocks4<Out, Round, kDivide, false>(a, x, q, n, pf[0], pz[0], ps ? ps[0] : 1.0f);
+  if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
+}
+
 template <class Out, class Round, bool kDivide, bool kVec>
 HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::size_t n,
                                 std::int64_t at) {
@@ -3393,8 +3401,6 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
     a.uniforms.fill(a.uniforms.context, x, n, u);
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, u);
   } else if constexpr (!kVec && kBlocked<Out>) {
-    const float scale = ps ? ps[0] : 1.0f;
-    std::size_t i = 0;
     if (a.stream) {
       // Non-temporal stores need aligned addresses: the head up to the first one goes the
       // ordinary way.
@@ -3404,13 +3410,13 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
       if ((block - misaligned) % sizeof(Out) != 0) head = n;  // never aligned: no streaming
       if (head > n) head = n;
       QuantizeLoop<Out, Round, kDivide, false>(a, x, q, head, pf, pz, ps, nullptr);
-      i = head + QuantizeBlocks4<Out, Round, kDivide, true>(a, x + head, q + head, n - head,
-                                                             pf[0], pz[0], scale);
+      const std::size_t i = head + QuantizeBlocks4<Out, Round, kDivide, true>(
+                                       a, x + head, q + head, n - head, pf[0], pz[0], ps ? ps[0] : 1.0f);
       hwy::FlushStream();
+      if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
     } else {
-      i = QuantizeBlocks4<Out, Round, kDivide, false>(a, x, q, n, pf[0], pz[0], scale);
+      QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, pf, pz, ps);
     }
-    if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
   } else {
     QuantizeLoop<Out, Round, kDivide, kVec>(a, x, q, n, pf, pz, ps, nullptr);
   }
@@ -3429,14 +3435,9 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
     if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
-      for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
-        const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
-        const std::size_t i = QuantizeBlocks4<Out, Round, kDivide, false>(
-            a, x, q, n, a.factor[at], a.zero[at], ps ? ps[0] : 1.0f);
-        if (i < n)
-          QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, a.factor + at, a.zero + at,
-                                                   ps, nullptr);
-      }
+      for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
+        QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, a.factor + at, a.zero + at,
+                                                 std::is_same<Out, float>::value ? a.scale + at : nullptr);
       return;
     }
   }
