@@ -501,7 +501,9 @@ void check_requantize_all(const qks::Kernels* k) {
                  qk::ref::QuantizedMultiplier{kI32Max, -31}, qk::ref::QuantizedMultiplier{kI32Max, 0},
                  qk::ref::QuantizedMultiplier{kI32Min, 0}, qk::ref::QuantizedMultiplier{kI32Min, -3},
                  qk::ref::QuantizedMultiplier{1518500250, 31}, qk::ref::QuantizedMultiplier{1 << 30, 30},
-                 qk::ref::QuantizedMultiplier{0, 0}, qk::ref::QuantizedMultiplier{1234567, 5}})
+                 qk::ref::QuantizedMultiplier{0, 0}, qk::ref::QuantizedMultiplier{1234567, 5},
+                 // a left shift of 32 is past the kernels: the call (every channel) takes the reference
+                 qk::ref::QuantizedMultiplier{1 << 30, 32}})
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);

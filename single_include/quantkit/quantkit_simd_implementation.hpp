@@ -4368,17 +4368,25 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
   std::memcpy(q + i, qb, rem * sizeof(Out));
 }
 
+// Out of line: RequantizeRows calls it for what its blocks leave, and inlined there it made
+// every row spill the scheme's constants for a tail most rows do not have.
 template <class Out, class Scheme, bool kVec>
-void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                   std::int64_t at) {
+HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                                std::int64_t at) {
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
-// Short rows with constant parameters (per-channel rows of small images): one call for all.
+// Short rows with constant parameters (per-channel rows of small images): one call for all,
+// a lean loop of whole 4-vector blocks per row; the rest of a row goes out of line.
 template <class Out, class Scheme>
 void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
-  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+  const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
+  const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+    const std::size_t i = blocks ? RequantizeBlocks4<Out, Scheme>(a, x, q, n, at) : 0;
+    if (i < n) RequantizeRun<Out, Scheme, false>(args, x + i, q + i, n - i, at);
+  }
 }
 
 template <class Out, class Scheme>
@@ -5196,18 +5204,20 @@ bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, flo
     k[2] = c.shift == 0 ? 1 : static_cast<std::int32_t>(std::int64_t{1} << (c.shift - 1));
     return true;
   } else if constexpr (s == RequantScheme::fixed_point) {
-    const int left = c.shift > 0 ? c.shift : 0;
-    const int right = c.shift > 0 ? 0 : -c.shift;
-    if (left > 31 || right > 31) return false;
-    const std::int64_t mask = (std::int64_t{1} << right) - 1;
+    // Branch-free (per-channel shifts vary; this runs per channel on every call): the
+    // validity is computed, the shift counts masked to stay defined either way.
+    const int left = std::max(c.shift, 0);
+    const int right = std::max(-c.shift, 0);
+    const bool ok = (left | right) <= 31;
+    const std::int64_t mask = (std::int64_t{1} << (right & 31)) - 1;
     k[0] = c.multiplier;
     k[1] = left;
     k[2] = right;
     k[3] = static_cast<std::int32_t>(mask);
     k[4] = static_cast<std::int32_t>(mask >> 1);
-    k[5] = std::numeric_limits<std::int32_t>::min() >> left;
-    k[6] = std::numeric_limits<std::int32_t>::max() >> left;
-    return true;
+    k[5] = std::numeric_limits<std::int32_t>::min() >> (left & 31);
+    k[6] = std::numeric_limits<std::int32_t>::max() >> (left & 31);
+    return ok;
   } else if constexpr (s == RequantScheme::fixed_point_single) {
     if (c.shift < -31 || c.shift > 30) return false;
     k[0] = c.multiplier;
@@ -5224,6 +5234,19 @@ bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, flo
     k[2] = static_cast<std::int32_t>(std::int64_t{1} << (c.shift2 - 1));
     return true;
   }
+}
+
+// The k[] slots requant_constants writes for a scheme (the kernels read no others).
+constexpr int requant_slots(RequantScheme s) {
+  switch (s) {
+    case RequantScheme::float_multiplier: return 0;
+    case RequantScheme::power_of_two: return 3;
+    case RequantScheme::fixed_point: return 7;
+    case RequantScheme::fixed_point_single: return 2;
+    case RequantScheme::single_shift: return 1;
+    case RequantScheme::double_shift: return 3;
+  }
+  return 7;
 }
 
 template <class Scheme, class = void>
@@ -5278,6 +5301,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       return;
     }
     const auto count = static_cast<std::size_t>(channels);
+    constexpr int kSlots = detail::requant_slots(Scheme::scheme);
     detail::ParamArray<std::int32_t> k[7] = {
         detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
         detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
@@ -5285,15 +5309,28 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
         detail::ParamArray<std::int32_t>(count)};
     detail::ParamArray<float> kf(count);
     detail::ParamArray<std::int32_t> bias(count);
+    // Local pointers, and only the slots the scheme reads: this runs on every call.
+    std::int32_t* kp[7];
+    for (int s = 0; s < 7; ++s) kp[s] = k[s].data();
+    float* const kfp = kf.data();
+    const bool shared = p.constants.size() == 1;
+    std::int32_t kc[7] = {};
+    float kfc = 0.0f;
+    bool covered = true;  // checked after the loop: no branch per channel
     for (std::size_t c = 0; c < count; ++c) {
-      const auto& constants = p.constants.size() == 1 ? p.constants[0] : p.constants[c];
-      std::int32_t kc[7] = {};
-      if (!detail::requant_constants<Scheme>(constants, kc, &kf[c])) {
-        ref::requantize(acc, p, out, layer);
-        return;
-      }
-      for (int s = 0; s < 7; ++s) k[s][c] = kc[s];
-      bias[c] = p.bias.empty() ? 0 : p.bias[c];
+      if (c == 0 || !shared) covered &= detail::requant_constants<Scheme>(p.constants[shared ? 0 : c], kc, &kfc);
+      for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
+      kfp[c] = kfc;
+    }
+    if (!covered) {
+      ref::requantize(acc, p, out, layer);
+      return;
+    }
+    std::int32_t* const bp = bias.data();
+    if (p.bias.empty()) {
+      std::fill(bp, bp + count, 0);
+    } else {
+      std::copy(p.bias.begin(), p.bias.end(), bp);
     }
     RequantizeArgs a;
     detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout, a.plan);

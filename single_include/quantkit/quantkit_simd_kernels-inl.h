@@ -3382,17 +3382,25 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
   std::memcpy(q + i, qb, rem * sizeof(Out));
 }
 
+// Out of line: RequantizeRows calls it for what its blocks leave, and inlined there it made
+// every row spill the scheme's constants for a tail most rows do not have.
 template <class Out, class Scheme, bool kVec>
-void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
-                   std::int64_t at) {
+HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q, std::size_t n,
+                                std::int64_t at) {
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
-// Short rows with constant parameters (per-channel rows of small images): one call for all.
+// Short rows with constant parameters (per-channel rows of small images): one call for all,
+// a lean loop of whole 4-vector blocks per row; the rest of a row goes out of line.
 template <class Out, class Scheme>
 void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
-  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) RequantizeRunBody<Out, Scheme, false>(args, x, q, n, at);
+  const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
+  const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+    const std::size_t i = blocks ? RequantizeBlocks4<Out, Scheme>(a, x, q, n, at) : 0;
+    if (i < n) RequantizeRun<Out, Scheme, false>(args, x + i, q + i, n - i, at);
+  }
 }
 
 template <class Out, class Scheme>
