@@ -1086,6 +1086,12 @@ inline void check_quantize_everything(const qks::Kernels* k) {
     check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 0, {-127, 127});
     check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 2, {-8, 7});
     check_quantize_per_tensor<std::uint8_t>(k, round, qk::ScaleApplicationKind::multiply_by_reciprocal, 0.5f, 9, {0, 15});
+    // ranges inside the type at both ends (the AVX-512 byte path clamps from below by saturation
+    // and one byte max)
+    check_quantize_per_tensor<std::uint8_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 100, {10, 200});
+    check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::multiply_by_reciprocal, 0.5f, -20, {-100, 50});
+    check_quantize_per_tensor<std::uint8_t>(k, round, qk::ScaleApplicationKind::divide, 0.125f, 255, {0, 255});
+    check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.125f, -128, {-128, 127});
     check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, -5, {-1000000, 1000000});
     check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, 0, {-16777216, 16777216});
   });

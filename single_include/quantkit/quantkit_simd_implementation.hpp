@@ -2926,11 +2926,14 @@ HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
 // instruction for half-even on AVX-512), NaN lanes are zeroed by their mask (q = z), and z is
 // added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
 
-// R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x.
-template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+// R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x. !kLow: no lower clamp (below
+// -2^31 the AVX-512 conversion gives INT32_MIN, which QuantizeBlocks4's saturating byte packs
+// take as "below qmin"; only used there).
+template <class Round, bool kDivide, bool kLow = true, class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo, V hi) {
   const hn::RebindToSigned<D> di;
-  const V t = hn::Min(hn::Max(kDivide ? hn::Div(x, f) : hn::Mul(x, f), lo), hi);
+  const V prod = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+  const V t = kLow ? hn::Min(hn::Max(prod, lo), hi) : hn::Min(prod, hi);
   const auto ordered = hn::Eq(x, x);
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
@@ -2987,6 +2990,34 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   } else {
     (void)scale;
     const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    if constexpr (sizeof(Out) == 1) {
+      // Bytes: only the upper clamp in float (4 Max less per 64 values). Below, saturation
+      // clamps: int32 -> int16 saturating, + z saturating, -> bytes saturating, then one byte
+      // Max with qmin. v <= hi - z, and every step is monotone and exact inside its range, so
+      // the result is clamp(v + z, qmin, qmax) as with the float clamps (|z| <= 255 keeps a
+      // saturated -32768 + z negative).
+      constexpr bool kSigned = std::is_signed<Out>::value;
+      const __m512i z16 = _mm512_set1_epi16(static_cast<std::int16_t>(zero));
+      const __m512i qmin8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(a.qmin)));
+      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      for (; i + 4 * N <= n; i += 4 * N) {
+        const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
+        const auto v1 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + N), f, lo, hi);
+        const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
+        const auto v3 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
+        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
+        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+        const __m512i r = kSigned ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
+                                  : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
+        const __m512i out = _mm512_permutexvar_epi32(order, r);
+        if constexpr (kStream)
+          _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), out);
+        else
+          _mm512_storeu_si512(reinterpret_cast<void*>(q + i), out);
+      }
+    }
+#endif
     for (; i + 4 * N <= n; i += 4 * N) {
       const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
       const auto v1 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi);
@@ -4942,13 +4973,18 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   plan.param_div[last] = 1;
 }
 
-inline Plan contiguous_plan(std::size_t n) {
-  Plan plan;
+// Written into the argument struct's Plan (a Plan is 344 bytes: a copy per call showed in
+// the profile of 4K-element calls).
+inline void contiguous_plan(std::size_t n, Plan& plan) {
   plan.rank = 1;
   plan.shape[0] = static_cast<std::int64_t>(n);
   plan.in_stride[0] = 1;
   plan.out_stride[0] = 1;
   plan.param_div[0] = 1;
+}
+inline Plan contiguous_plan(std::size_t n) {
+  Plan plan;
+  contiguous_plan(n, plan);
   return plan;
 }
 
@@ -5376,8 +5412,9 @@ struct QuantizeOptions {
 };
 
 namespace detail {
-template <class Q>
-void raw_quantize(const float* x, const Plan& plan, const float* scales, const std::int32_t* zero_points,
+// write_plan(Plan&) fills the plan in place.
+template <class Q, class WritePlan>
+void raw_quantize(const float* x, const WritePlan& write_plan, const float* scales, const std::int32_t* zero_points,
                   std::size_t count, const QuantizeOptions& o, Q* out, const Kernels* kernels) {
   static_assert(is_kernel_int_v<Q> || std::is_same<Q, float>::value,
                 "simd::quantize: output must be int8/uint8/int16/uint16/int32 (float: fake_quantize)");
@@ -5399,7 +5436,7 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   ParamArray<float> factor(count), zero(count);
   const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
   QuantizeArgs a;
-  a.plan = plan;
+  write_plan(a.plan);
   a.x = x;
   a.out = out;
   a.out_type = elem_type_of<Q>::value;
@@ -5413,10 +5450,7 @@ void raw_quantize(const float* x, const Plan& plan, const float* scales, const s
   run_quantize_any_rounding<Q>(kernels, a);
 }
 
-inline Plan rows_plan(std::size_t rows, std::size_t cols, int axis) {
-  if (axis != 0 && axis != 1)
-    quantkit::detail::fail("simd::quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
-  Plan plan;
+inline void rows_plan(std::size_t rows, std::size_t cols, int axis, Plan& plan) {
   plan.rank = 2;
   plan.shape[0] = static_cast<std::int64_t>(rows);
   plan.shape[1] = static_cast<std::int64_t>(cols);
@@ -5429,7 +5463,6 @@ inline Plan rows_plan(std::size_t rows, std::size_t cols, int axis) {
   } else {
     plan.inner = InnerParams::per_element;
   }
-  return plan;
 }
 }  // namespace detail
 
@@ -5437,13 +5470,13 @@ inline Plan rows_plan(std::size_t rows, std::size_t cols, int axis) {
 template <class Q>
 void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
               const QuantizeOptions& options, Q* out, const Kernels* kernels = nullptr) {
-  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, out, kernels);
+  detail::raw_quantize(x, [n](Plan& plan) { detail::contiguous_plan(n, plan); }, &scale, &zero_point, 1,
+                       options, out, kernels);
 }
 template <class Q>
 void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
               const Kernels* kernels = nullptr) {
-  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, QuantizeOptions{},
-                       out, kernels);
+  quantize(x, n, scale, zero_point, QuantizeOptions{}, out, kernels);
 }
 
 // A row-major [rows, cols] matrix with one (scale, zero point) per row (axis 0) or per column
@@ -5453,7 +5486,9 @@ void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, in
                           const float* scales, const std::int32_t* zero_points,
                           const QuantizeOptions& options, Q* out,
                           const Kernels* kernels = nullptr) {
-  detail::raw_quantize(x, detail::rows_plan(rows, cols, axis), scales, zero_points,
+  if (axis != 0 && axis != 1)
+    quantkit::detail::fail("simd::quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
+  detail::raw_quantize(x, [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
                        axis == 0 ? rows : cols, options, out, kernels);
 }
 template <class Q>
@@ -5469,7 +5504,8 @@ template <class T>
 void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
                    const QuantizeOptions& options, float* y, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::fake_quantize: input must be float");
-  detail::raw_quantize(x, detail::contiguous_plan(n), &scale, &zero_point, 1, options, y, kernels);
+  detail::raw_quantize(x, [n](Plan& plan) { detail::contiguous_plan(n, plan); }, &scale, &zero_point, 1,
+                       options, y, kernels);
 }
 
 // Per tensor: x[i] = float(q[i] - zero_point) * scale.
@@ -5483,7 +5519,7 @@ void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point,
     return;
   }
   DequantizeArgs a;
-  a.plan = detail::contiguous_plan(n);
+  detail::contiguous_plan(n, a.plan);
   a.q = q;
   a.in_type = elem_type_of<Q>::value;
   a.out = x;

@@ -1940,11 +1940,14 @@ HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
 // instruction for half-even on AVX-512), NaN lanes are zeroed by their mask (q = z), and z is
 // added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
 
-// R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x.
-template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
+// R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x. !kLow: no lower clamp (below
+// -2^31 the AVX-512 conversion gives INT32_MIN, which QuantizeBlocks4's saturating byte packs
+// take as "below qmin"; only used there).
+template <class Round, bool kDivide, bool kLow = true, class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo, V hi) {
   const hn::RebindToSigned<D> di;
-  const V t = hn::Min(hn::Max(kDivide ? hn::Div(x, f) : hn::Mul(x, f), lo), hi);
+  const V prod = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+  const V t = kLow ? hn::Min(hn::Max(prod, lo), hi) : hn::Min(prod, hi);
   const auto ordered = hn::Eq(x, x);
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
@@ -2001,6 +2004,34 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   } else {
     (void)scale;
     const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    if constexpr (sizeof(Out) == 1) {
+      // Bytes: only the upper clamp in float (4 Max less per 64 values). Below, saturation
+      // clamps: int32 -> int16 saturating, + z saturating, -> bytes saturating, then one byte
+      // Max with qmin. v <= hi - z, and every step is monotone and exact inside its range, so
+      // the result is clamp(v + z, qmin, qmax) as with the float clamps (|z| <= 255 keeps a
+      // saturated -32768 + z negative).
+      constexpr bool kSigned = std::is_signed<Out>::value;
+      const __m512i z16 = _mm512_set1_epi16(static_cast<std::int16_t>(zero));
+      const __m512i qmin8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(a.qmin)));
+      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      for (; i + 4 * N <= n; i += 4 * N) {
+        const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
+        const auto v1 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + N), f, lo, hi);
+        const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
+        const auto v3 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
+        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
+        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+        const __m512i r = kSigned ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
+                                  : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
+        const __m512i out = _mm512_permutexvar_epi32(order, r);
+        if constexpr (kStream)
+          _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), out);
+        else
+          _mm512_storeu_si512(reinterpret_cast<void*>(q + i), out);
+      }
+    }
+#endif
     for (; i + 4 * N <= n; i += 4 * N) {
       const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
       const auto v1 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi);
