@@ -879,6 +879,20 @@ inline void check_grid_histogram(const qks::Kernels* k) {
     CHECK_MESSAGE(at < 0, "bin " << at << ": got " << (at < 0 ? 0 : got[static_cast<std::size_t>(at)])
                                  << ", want " << (at < 0 ? 0 : want[static_cast<std::size_t>(at)]));
     if (finite == n) CHECK(reference_grid_histogram(x, n, inv, g.base, g.bins, false) == want);
+    // the same counts and minmax()'s result from the fused pass
+    std::vector<std::uint64_t> got2(g.bins, 5);
+    qks::MinMaxResult mm;
+    mm.min = 123.0f;  // overwritten
+    const std::size_t counted2 = qks::grid_histogram_minmax(x, n, inv, g.base, g.bins, got2.data(), &mm, k);
+    qk::Range seq;  // the sequential std::min/std::max over the finite values
+    for (std::size_t i = 0; i < n; ++i)
+      if (std::isfinite(x[i])) seq.include(x[i]);
+    CHECK(counted2 == finite);
+    CHECK(got2 == got);
+    CHECK(bits_of(mm.min) == bits_of(seq.min));
+    CHECK(bits_of(mm.max) == bits_of(seq.max));
+    CHECK(mm.nonfinite == n - finite);
+    CHECK(mm.finite == finite);
   };
   const std::size_t lengths[] = {0, 1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 511, 512, 513, 1025, 4100,
                                  65535, 65536, 65537, 2 * 65536 + 511};
@@ -915,6 +929,12 @@ inline void check_grid_histogram(const qks::Kernels* k) {
   CHECK_THROWS_AS(qks::grid_histogram(x, 2, 1.0f, -(std::int64_t{1} << 31), 4, counts, k), qk::Error);
   CHECK(qks::grid_histogram(x, 2, 1.0f, 0, 4, counts, k) == 2);
   CHECK((counts[0] == 1 && counts[1] == 1 && counts[2] == 0));
+  qks::MinMaxResult mm;
+  CHECK_THROWS_AS(qks::grid_histogram_minmax(x, 2, 3.0f, 0, 4, counts, &mm, k), qk::Error);
+  CHECK_THROWS_AS(qks::grid_histogram_minmax(x, 2, 1.0f, 0, 4, counts, nullptr, k), qk::Error);
+  CHECK(qks::grid_histogram_minmax(x, 2, 1.0f, 0, 4, counts, &mm, k) == 2);
+  CHECK((counts[0] == 2 && counts[1] == 2 && counts[2] == 0));
+  CHECK((mm.min == 0.5f && mm.max == 1.5f && mm.finite == 2 && mm.nonfinite == 0));
 }
 
 // The blocked min/max (blocks of 64 vectors on raw values, a block with NaN/Inf or an

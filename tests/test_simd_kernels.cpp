@@ -456,6 +456,84 @@ TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on ever
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// KlObserver's one-pass observe (grid histogram and min/max of a batch in one SIMD pass on the
+// slot's grid, binned again after prepare() when the batch grows the range) against the plain
+// loops (batch_stats, prepare, add), on every target: state bit for bit, the same errors.
+TEST_CASE("KlObserver: the one-pass observe equals the two passes on every target") {
+  using simd_test::bits_of;
+  using simd_test::kInf;
+  std::mt19937 rng(13);
+  auto normal = [&](std::size_t n, float sd) {
+    std::normal_distribution<float> nd(0.0f, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+  };
+  std::vector<std::vector<float>> batches;
+  batches.push_back(normal(100003, 1.0f));  // first: init
+  batches.push_back(normal(100003, 0.8f));  // inside: one pass
+  batches.push_back(normal(4096, 0.5f));
+  batches.push_back(normal(70, 0.5f));      // short
+  batches.push_back(normal(63, 0.5f));      // below the SIMD threshold
+  batches.push_back(normal(65536, 2.0f));   // grows: prepare(), binned again
+  {
+    auto b = normal(20000, 0.7f);
+    b[5] = std::numeric_limits<float>::quiet_NaN();
+    b[19999] = -kInf;
+    batches.push_back(b);                   // non-finite values
+  }
+  batches.push_back(std::vector<float>(5000, std::numeric_limits<float>::quiet_NaN()));  // nothing finite
+  batches.push_back(std::vector<float>(3000, 0.25f));  // one value inside
+  batches.push_back(std::vector<float>(3000, -0.0f));  // zeros
+  batches.push_back(normal(30000, 1.9f));   // at most the range
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    hwy::SetSupportedTargetsForTest(k->target);
+    REQUIRE(std::string(qks::active_kernels().name) == k->name);
+    for (auto nf : {qk::NonFiniteKind::ignore, qk::NonFiniteKind::reject}) {
+      CAPTURE(k->name);
+      CAPTURE(static_cast<int>(nf));
+      qk::ObserverConfig c;
+      c.name = "x";
+      c.nonfinite = nf;
+      qk::KlObserver fused(c), plain(c);
+      for (std::size_t bi = 0; bi < batches.size(); ++bi) {
+        std::vector<float> b = batches[bi];
+        if (bi == batches.size() - 1 && !fused.state().at(0).empty()) {
+          // values exactly at the range's ends
+          b[0] = fused.state()[0].min();
+          b[1] = fused.state()[0].max();
+        }
+        const qk::View<const float> v(b.data(), qk::Dims{static_cast<std::int64_t>(b.size())}, "x");
+        CAPTURE(bi);
+        std::string e1, e2;
+        qk::detail::kernels::plain_reductions_only() = false;
+        try {
+          fused.observe(v);
+        } catch (const qk::Error& e) {
+          e1 = e.what();
+        }
+        qk::detail::kernels::plain_reductions_only() = true;
+        try {
+          plain.observe(v);
+        } catch (const qk::Error& e) {
+          e2 = e.what();
+        }
+        qk::detail::kernels::plain_reductions_only() = false;
+        CHECK(e1 == e2);
+        const auto& s1 = fused.state();
+        const auto& s2 = plain.state();
+        REQUIRE(s1.size() == s2.size());
+        for (std::size_t i = 0; i < s1.size(); ++i) {
+          CHECK(s1[i] == s2[i]);
+          CHECK(bits_of(s1[i].min()) == bits_of(s2[i].min()));
+          CHECK(bits_of(s1[i].max()) == bits_of(s2[i].max()));
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 // KlObserver's histogram (GridHistogram::add through the SIMD grid kernel for contiguous float
 // runs) against the plain loops, on every target: per tensor and per channel, non-finite values
 // skipped or not, ranges that grow (regrid) and batches below the SIMD threshold.

@@ -1264,6 +1264,7 @@ class Calibration {
 // the others); NaN/Inf reject with the index or, with IgnoreNonFinite, are skipped; a slot
 // that saw no finite value makes ranges() fail naming it.
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -1824,6 +1825,9 @@ struct GridHistogramArgs {
   std::int32_t base = 0;
   std::size_t bins = 0;
   std::uint64_t* counts = nullptr;
+  // When set: also the min/max of x's finite values and the count of non-finite ones, exactly
+  // as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
@@ -1880,7 +1884,7 @@ struct Kernels {
 //   fake_quantize(x, n, scale, zero_point, [options,] y), dequantize(q, n, scale, zero_point, x)
 //   requantize(acc, n, requant_params, out)
 // Reductions for observers: minmax, absmax, minmax_per_param (per channel / per block),
-// histogram, grid_histogram.
+// histogram, histogram_minmax, grid_histogram, grid_histogram_minmax.
 // The kernels: by default the runtime-dispatched ones (when quantkit/simd/implementation.hpp
 // is linked in) or this translation unit's static target; a last argument picks one target's,
 // as a pointer or a reference: kernels_for(HWY_AVX2), *available_kernels()[i].
@@ -4133,6 +4137,31 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
   return CountBlocks(a.x, a.n, a.bins + 2, indices, flush);
 }
 
+// MinMax's result for x[0..n) from a fused pass over x[0..done): its running min/max vectors
+// (finite values only) and non-finite count; the rest [done, n) by MinMax itself.
+template <class D>
+HWY_INLINE void FinishMinMax(D d, hn::Vec<D> vmin, hn::Vec<D> vmax, std::size_t nonfinite, std::size_t done,
+                             const float* x, std::size_t n, MinMaxResult& m) {
+  m = MinMaxResult{};
+  // See MinMax: reduce only when a vector saw a finite value.
+  if (done > nonfinite) {
+    m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+    m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  }
+  m.nonfinite = nonfinite;
+  if (done < n) {
+    const MinMaxResult t = MinMax(x + done, n - done);
+    if (t.finite != 0) {
+      if (t.min < m.min) m.min = t.min;
+      if (t.max > m.max) m.max = t.max;
+    }
+    m.nonfinite += t.nonfinite;
+  }
+  m.finite = n - m.nonfinite;
+  if (m.min == 0.0f) m.min = FirstZero(x, n);
+  if (m.max == 0.0f) m.max = FirstZero(x, n);
+}
+
 inline HistogramResult Histogram(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -4159,27 +4188,7 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     r.above += rt.above;
     r.nan += rt.nan;
   }
-  if (a.minmax != nullptr) {
-    MinMaxResult& m = *a.minmax;
-    m = MinMaxResult{};
-    // See MinMax: reduce only when a vector saw a finite value.
-    if (done > nonfinite) {
-      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
-      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-    }
-    m.nonfinite = nonfinite;
-    if (done < a.n) {
-      const MinMaxResult t = MinMax(a.x + done, a.n - done);
-      if (t.finite != 0) {
-        if (t.min < m.min) m.min = t.min;
-        if (t.max > m.max) m.max = t.max;
-      }
-      m.nonfinite += t.nonfinite;
-    }
-    m.finite = a.n - m.nonfinite;
-    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
-    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
-  }
+  if (a.minmax != nullptr) FinishMinMax(d, vmin, vmax, nonfinite, done, a.x, a.n, *a.minmax);
   return r;
 }
 
@@ -4214,7 +4223,8 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
 }
 
 // Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
-// time straight into the uint64 counts, the tail one value at a time. Returns #counted.
+// time straight into the uint64 counts, the tail one value at a time. Returns #counted. With
+// a.minmax also MinMax's result, fused into the CountBlocks pass.
 inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -4226,18 +4236,44 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   std::size_t skipped = 0;
   std::size_t i = 0;
   // As Histogram: the sub-histograms pay for zeroing and flushing 2 * (bins + 1) counters.
+  // a.minmax: the running min/max of the finite values of the CountBlocks part (the rest by
+  // MinMax at the end, as Histogram does)
+  using V = hn::Vec<decltype(d)>;
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmin = pinf;
+  V vmax = hn::Neg(pinf);
+  std::size_t nonfinite = 0;
   if (a.bins + 1 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
     const hn::Rebind<std::uint16_t, decltype(di)> d16;
-    auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
-      const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
-      hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
-    };
     auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
       for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
       skipped += std::size_t{h0[a.bins]} + h1[a.bins];
     };
-    i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    if (a.minmax != nullptr) {
+      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+        const V v = hn::LoadU(d, p);
+        const auto b = GridBins(d, v, inv_width, base, bins);
+        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
+        const auto fin = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-inf
+        if (HWY_LIKELY(hn::AllTrue(d, fin))) {
+          vmin = hn::Min(vmin, v);
+          vmax = hn::Max(vmax, v);
+        } else {
+          nonfinite += N - hn::CountTrue(d, fin);
+          vmin = hn::Min(vmin, hn::IfThenElse(fin, v, pinf));
+          vmax = hn::Max(vmax, hn::IfThenElse(fin, v, hn::Neg(pinf)));
+        }
+      };
+      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    } else {
+      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+        const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
+        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
+      };
+      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    }
   }
+  if (a.minmax != nullptr) FinishMinMax(d, vmin, vmax, nonfinite, i, a.x, a.n, *a.minmax);
   HWY_ALIGN std::uint32_t idx[kMaxLanes<std::uint32_t>];
   for (; i + N <= a.n; i += N) {
     hn::Store(GridBins(d, hn::LoadU(d, a.x + i), inv_width, base, bins), du, idx);
@@ -5982,6 +6018,37 @@ std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int6
   return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
 }
 
+// grid_histogram() and minmax() of the same x in one pass: the counts as grid_histogram() adds
+// them (and its return value), and into *mm what minmax(x, n) returns (min/max of the finite
+// values, non-finite count).
+template <class T>
+std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, std::int64_t base,
+                                  std::size_t bins, std::uint64_t* counts, MinMaxResult* mm,
+                                  const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::grid_histogram_minmax: input must be float");
+  int e = 0;
+  if (!(inv_width > 0.0f) || !std::isfinite(inv_width) || std::frexp(inv_width, &e) != 0.5f)
+    quantkit::detail::fail("simd::grid_histogram_minmax: inverse bin width ", inv_width,
+                           "; expected a power of two");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::grid_histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (base <= kMin || base > kMax - static_cast<std::int64_t>(bins) + 1)
+    quantkit::detail::fail("simd::grid_histogram_minmax: base ", base, " with ", bins,
+                           " bins; expected bins within int32");
+  if (mm == nullptr) quantkit::detail::fail("simd::grid_histogram_minmax: null MinMaxResult");
+  GridHistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.inv_width = inv_width;
+  a.base = static_cast<std::int32_t>(base);
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -6082,6 +6149,12 @@ template <class T>
 std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int64_t base, std::size_t bins,
                            std::uint64_t* counts, const Kernels& kernels) {
   return grid_histogram(x, n, inv_width, base, bins, counts, &kernels);
+}
+template <class T>
+std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, std::int64_t base,
+                                  std::size_t bins, std::uint64_t* counts, MinMaxResult* mm,
+                                  const Kernels& kernels) {
+  return grid_histogram_minmax(x, n, inv_width, base, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd
@@ -6569,6 +6642,15 @@ class GridHistogram {
       if (std::isfinite(static_cast<float>(p[i * stride]))) ++finite;
     detail::kernels::grid_histogram(p, n, stride, inv_width, base_, bins_, counts_.data(), true);
     total_ += finite;
+  }
+
+  // Adds counts[0..bins) of `values` values binned on the current grid (as add() bins them,
+  // e.g. by simd::grid_histogram_minmax) whose range prepare() was given or lies inside
+  // [min(), max()]. Nothing was observed yet: no grid to bin on, an error.
+  void add_binned(const std::uint64_t* counts, std::uint64_t values) {
+    if (counts_.empty()) detail::fail("grid histogram: add_binned before the first range");
+    for (std::size_t j = 0; j < counts_.size(); ++j) counts_[j] += counts[j];
+    total_ += values;
   }
 
   // The histogram of both streams, exactly. Both must have the same bin count.
@@ -8185,6 +8267,9 @@ class DistributionObserver {
     const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    if constexpr (std::is_same_v<T, float>) {
+      if (observe_in_one_pass(v, layout)) return;
+    }
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
     if (slots_.empty()) slots_.assign(s.ranges.size(), GridHistogram(options_.bins));
     for (std::size_t i = 0; i < slots_.size(); ++i)
@@ -8241,6 +8326,38 @@ class DistributionObserver {
   }
 
  private:
+  // One observed per-tensor slot and a contiguous float batch: the batch is binned on the
+  // slot's current grid in the same SIMD pass that finds its min/max
+  // (simd::grid_histogram_minmax). When that range lies inside the slot's, prepare() would
+  // keep the grid (it is the grid of [min(), max()]) and add() would bin the batch the same way,
+  // so the counts are added as they are; otherwise they are dropped and the batch goes through
+  // prepare() and add() with that range, as observe() always does. Either way the result is
+  // that of batch_stats, prepare and add. Returns false when it does not apply.
+  template <int R>
+  bool observe_in_one_pass(const View<const float, R>& v, const ParamLayout& layout) {
+    if (!(slots_.size() == 1 && !slots_[0].empty() && v.is_contiguous() &&
+          layout.kind() == GranularityKind::per_tensor && v.size() >= 64 &&
+          detail::kernels::simd_reductions()))
+      return false;
+    detail::expect_batch_layout(v, layout, config_, slots_.size());
+    GridHistogram& h = slots_[0];
+    const auto n = static_cast<std::size_t>(v.size());
+    const float inv_width = static_cast<float>(std::ldexp(1.0, -h.exponent()));
+    std::vector<std::uint64_t> counts(static_cast<std::size_t>(h.bins()), 0u);
+    simd::MinMaxResult mm;
+    simd::grid_histogram_minmax(v.data(), n, inv_width, h.base(), counts.size(), counts.data(), &mm);
+    if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
+      detail::fail_nonfinite(v, detail::batch_name(v, config_));
+    if (mm.finite == 0) return true;  // (batch_stats: an empty range; add() adds nothing)
+    if (mm.min >= h.min() && mm.max <= h.max()) {
+      h.add_binned(counts.data(), mm.finite);
+    } else {
+      h.prepare(mm.min, mm.max);
+      h.add(v.data(), v.size(), 1, mm.nonfinite != 0);
+    }
+    return true;
+  }
+
   ObserverConfig config_;
   Options options_;
   State slots_;

@@ -969,6 +969,9 @@ struct GridHistogramArgs {
   std::int32_t base = 0;
   std::size_t bins = 0;
   std::uint64_t* counts = nullptr;
+  // When set: also the min/max of x's finite values and the count of non-finite ones, exactly
+  // as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
@@ -2838,6 +2841,31 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
   return CountBlocks(a.x, a.n, a.bins + 2, indices, flush);
 }
 
+// MinMax's result for x[0..n) from a fused pass over x[0..done): its running min/max vectors
+// (finite values only) and non-finite count; the rest [done, n) by MinMax itself.
+template <class D>
+HWY_INLINE void FinishMinMax(D d, hn::Vec<D> vmin, hn::Vec<D> vmax, std::size_t nonfinite, std::size_t done,
+                             const float* x, std::size_t n, MinMaxResult& m) {
+  m = MinMaxResult{};
+  // See MinMax: reduce only when a vector saw a finite value.
+  if (done > nonfinite) {
+    m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
+    m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  }
+  m.nonfinite = nonfinite;
+  if (done < n) {
+    const MinMaxResult t = MinMax(x + done, n - done);
+    if (t.finite != 0) {
+      if (t.min < m.min) m.min = t.min;
+      if (t.max > m.max) m.max = t.max;
+    }
+    m.nonfinite += t.nonfinite;
+  }
+  m.finite = n - m.nonfinite;
+  if (m.min == 0.0f) m.min = FirstZero(x, n);
+  if (m.max == 0.0f) m.max = FirstZero(x, n);
+}
+
 inline HistogramResult Histogram(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -2864,27 +2892,7 @@ inline HistogramResult Histogram(const HistogramArgs& a) {
     r.above += rt.above;
     r.nan += rt.nan;
   }
-  if (a.minmax != nullptr) {
-    MinMaxResult& m = *a.minmax;
-    m = MinMaxResult{};
-    // See MinMax: reduce only when a vector saw a finite value.
-    if (done > nonfinite) {
-      m.min = hn::GetLane(hn::MinOfLanes(d, vmin));
-      m.max = hn::GetLane(hn::MaxOfLanes(d, vmax));
-    }
-    m.nonfinite = nonfinite;
-    if (done < a.n) {
-      const MinMaxResult t = MinMax(a.x + done, a.n - done);
-      if (t.finite != 0) {
-        if (t.min < m.min) m.min = t.min;
-        if (t.max > m.max) m.max = t.max;
-      }
-      m.nonfinite += t.nonfinite;
-    }
-    m.finite = a.n - m.nonfinite;
-    if (m.min == 0.0f) m.min = FirstZero(a.x, a.n);
-    if (m.max == 0.0f) m.max = FirstZero(a.x, a.n);
-  }
+  if (a.minmax != nullptr) FinishMinMax(d, vmin, vmax, nonfinite, done, a.x, a.n, *a.minmax);
   return r;
 }
 
@@ -2919,7 +2927,8 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
 }
 
 // Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
-// time straight into the uint64 counts, the tail one value at a time. Returns #counted.
+// time straight into the uint64 counts, the tail one value at a time. Returns #counted. With
+// a.minmax also MinMax's result, fused into the CountBlocks pass.
 inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -2931,18 +2940,44 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   std::size_t skipped = 0;
   std::size_t i = 0;
   // As Histogram: the sub-histograms pay for zeroing and flushing 2 * (bins + 1) counters.
+  // a.minmax: the running min/max of the finite values of the CountBlocks part (the rest by
+  // MinMax at the end, as Histogram does)
+  using V = hn::Vec<decltype(d)>;
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  V vmin = pinf;
+  V vmax = hn::Neg(pinf);
+  std::size_t nonfinite = 0;
   if (a.bins + 1 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
     const hn::Rebind<std::uint16_t, decltype(di)> d16;
-    auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
-      const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
-      hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
-    };
     auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
       for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
       skipped += std::size_t{h0[a.bins]} + h1[a.bins];
     };
-    i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    if (a.minmax != nullptr) {
+      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+        const V v = hn::LoadU(d, p);
+        const auto b = GridBins(d, v, inv_width, base, bins);
+        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
+        const auto fin = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-inf
+        if (HWY_LIKELY(hn::AllTrue(d, fin))) {
+          vmin = hn::Min(vmin, v);
+          vmax = hn::Max(vmax, v);
+        } else {
+          nonfinite += N - hn::CountTrue(d, fin);
+          vmin = hn::Min(vmin, hn::IfThenElse(fin, v, pinf));
+          vmax = hn::Max(vmax, hn::IfThenElse(fin, v, hn::Neg(pinf)));
+        }
+      };
+      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    } else {
+      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+        const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
+        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
+      };
+      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    }
   }
+  if (a.minmax != nullptr) FinishMinMax(d, vmin, vmax, nonfinite, i, a.x, a.n, *a.minmax);
   HWY_ALIGN std::uint32_t idx[kMaxLanes<std::uint32_t>];
   for (; i + N <= a.n; i += N) {
     hn::Store(GridBins(d, hn::LoadU(d, a.x + i), inv_width, base, bins), du, idx);

@@ -12,6 +12,7 @@
 // that saw no finite value makes ranges() fail naming it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -63,6 +64,9 @@ class DistributionObserver {
     const View<const T, R> v(batch);
     detail::expect_nonempty_batch(v, config_);
     const ParamLayout layout(v.shape(), config_.granularity, detail::batch_name(v, config_));
+    if constexpr (std::is_same_v<T, float>) {
+      if (observe_in_one_pass(v, layout)) return;
+    }
     const detail::BatchStats s = detail::batch_stats(v, layout, config_, slots_.size());
     if (slots_.empty()) slots_.assign(s.ranges.size(), GridHistogram(options_.bins));
     for (std::size_t i = 0; i < slots_.size(); ++i)
@@ -119,6 +123,38 @@ class DistributionObserver {
   }
 
  private:
+  // One observed per-tensor slot and a contiguous float batch: the batch is binned on the
+  // slot's current grid in the same SIMD pass that finds its min/max
+  // (simd::grid_histogram_minmax). When that range lies inside the slot's, prepare() would
+  // keep the grid (it is the grid of [min(), max()]) and add() would bin the batch the same way,
+  // so the counts are added as they are; otherwise they are dropped and the batch goes through
+  // prepare() and add() with that range, as observe() always does. Either way the result is
+  // that of batch_stats, prepare and add. Returns false when it does not apply.
+  template <int R>
+  bool observe_in_one_pass(const View<const float, R>& v, const ParamLayout& layout) {
+    if (!(slots_.size() == 1 && !slots_[0].empty() && v.is_contiguous() &&
+          layout.kind() == GranularityKind::per_tensor && v.size() >= 64 &&
+          detail::kernels::simd_reductions()))
+      return false;
+    detail::expect_batch_layout(v, layout, config_, slots_.size());
+    GridHistogram& h = slots_[0];
+    const auto n = static_cast<std::size_t>(v.size());
+    const float inv_width = static_cast<float>(std::ldexp(1.0, -h.exponent()));
+    std::vector<std::uint64_t> counts(static_cast<std::size_t>(h.bins()), 0u);
+    simd::MinMaxResult mm;
+    simd::grid_histogram_minmax(v.data(), n, inv_width, h.base(), counts.size(), counts.data(), &mm);
+    if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
+      detail::fail_nonfinite(v, detail::batch_name(v, config_));
+    if (mm.finite == 0) return true;  // (batch_stats: an empty range; add() adds nothing)
+    if (mm.min >= h.min() && mm.max <= h.max()) {
+      h.add_binned(counts.data(), mm.finite);
+    } else {
+      h.prepare(mm.min, mm.max);
+      h.add(v.data(), v.size(), 1, mm.nonfinite != 0);
+    }
+    return true;
+  }
+
   ObserverConfig config_;
   Options options_;
   State slots_;

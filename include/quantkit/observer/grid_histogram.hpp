@@ -109,6 +109,15 @@ class GridHistogram {
     total_ += finite;
   }
 
+  // Adds counts[0..bins) of `values` values binned on the current grid (as add() bins them,
+  // e.g. by simd::grid_histogram_minmax) whose range prepare() was given or lies inside
+  // [min(), max()]. Nothing was observed yet: no grid to bin on, an error.
+  void add_binned(const std::uint64_t* counts, std::uint64_t values) {
+    if (counts_.empty()) detail::fail("grid histogram: add_binned before the first range");
+    for (std::size_t j = 0; j < counts_.size(); ++j) counts_[j] += counts[j];
+    total_ += values;
+  }
+
   // The histogram of both streams, exactly. Both must have the same bin count.
   void merge(const GridHistogram& other) {
     if (other.bins_ != bins_)

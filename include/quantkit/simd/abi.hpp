@@ -223,6 +223,9 @@ struct GridHistogramArgs {
   std::int32_t base = 0;
   std::size_t bins = 0;
   std::uint64_t* counts = nullptr;
+  // When set: also the min/max of x's finite values and the count of non-finite ones, exactly
+  // as minmax() gives them, from the same pass.
+  MinMaxResult* minmax = nullptr;
 };
 
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp

@@ -14,7 +14,7 @@
 //   fake_quantize(x, n, scale, zero_point, [options,] y), dequantize(q, n, scale, zero_point, x)
 //   requantize(acc, n, requant_params, out)
 // Reductions for observers: minmax, absmax, minmax_per_param (per channel / per block),
-// histogram, grid_histogram.
+// histogram, histogram_minmax, grid_histogram, grid_histogram_minmax.
 // The kernels: by default the runtime-dispatched ones (when quantkit/simd/implementation.hpp
 // is linked in) or this translation unit's static target; a last argument picks one target's,
 // as a pointer or a reference: kernels_for(HWY_AVX2), *available_kernels()[i].
@@ -941,6 +941,37 @@ std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int6
   return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
 }
 
+// grid_histogram() and minmax() of the same x in one pass: the counts as grid_histogram() adds
+// them (and its return value), and into *mm what minmax(x, n) returns (min/max of the finite
+// values, non-finite count).
+template <class T>
+std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, std::int64_t base,
+                                  std::size_t bins, std::uint64_t* counts, MinMaxResult* mm,
+                                  const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::grid_histogram_minmax: input must be float");
+  int e = 0;
+  if (!(inv_width > 0.0f) || !std::isfinite(inv_width) || std::frexp(inv_width, &e) != 0.5f)
+    quantkit::detail::fail("simd::grid_histogram_minmax: inverse bin width ", inv_width,
+                           "; expected a power of two");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail("simd::grid_histogram_minmax: ", bins, " bins; expected 1 to 2^24");
+  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (base <= kMin || base > kMax - static_cast<std::int64_t>(bins) + 1)
+    quantkit::detail::fail("simd::grid_histogram_minmax: base ", base, " with ", bins,
+                           " bins; expected bins within int32");
+  if (mm == nullptr) quantkit::detail::fail("simd::grid_histogram_minmax: null MinMaxResult");
+  GridHistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.inv_width = inv_width;
+  a.base = static_cast<std::int32_t>(base);
+  a.bins = bins;
+  a.counts = counts;
+  a.minmax = mm;
+  return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
+}
+
 // ==================================================================== Kernels by reference
 // The same functions with the kernels of one target given by reference, e.g.
 // quantize(x, p, q, RoundHalfEven{}, ScaleApplicationKind::divide, *kernels_for(HWY_AVX2)).
@@ -1041,6 +1072,12 @@ template <class T>
 std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int64_t base, std::size_t bins,
                            std::uint64_t* counts, const Kernels& kernels) {
   return grid_histogram(x, n, inv_width, base, bins, counts, &kernels);
+}
+template <class T>
+std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, std::int64_t base,
+                                  std::size_t bins, std::uint64_t* counts, MinMaxResult* mm,
+                                  const Kernels& kernels) {
+  return grid_histogram_minmax(x, n, inv_width, base, bins, counts, mm, &kernels);
 }
 
 }  // namespace simd
