@@ -914,6 +914,31 @@ HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, 
   return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
 }
 
+namespace detail {
+// The checks and the arguments of grid_histogram / grid_histogram_minmax (`what` names the entry
+// point in the errors).
+inline GridHistogramArgs grid_histogram_args(const char* what, const float* x, std::size_t n, float inv_width,
+                                             std::int64_t base, std::size_t bins, std::uint64_t* counts) {
+  int e = 0;
+  if (!(inv_width > 0.0f) || !std::isfinite(inv_width) || std::frexp(inv_width, &e) != 0.5f)
+    quantkit::detail::fail(what, ": inverse bin width ", inv_width, "; expected a power of two");
+  if (bins == 0 || bins > (std::size_t{1} << 24))
+    quantkit::detail::fail(what, ": ", bins, " bins; expected 1 to 2^24");
+  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (base <= kMin || base > kMax - static_cast<std::int64_t>(bins) + 1)
+    quantkit::detail::fail(what, ": base ", base, " with ", bins, " bins; expected bins within int32");
+  GridHistogramArgs a;
+  a.x = x;
+  a.n = n;
+  a.inv_width = inv_width;
+  a.base = static_cast<std::int32_t>(base);
+  a.bins = bins;
+  a.counts = counts;
+  return a;
+}
+}  // namespace detail
+
 // Adds the histogram of x[0..n) on a power-of-two grid to counts[0..bins) (GridHistogram's
 // binning: bin = floor(v * inv_width) - base, exact since inv_width is a power of two, a
 // product underflowing to zero keeping v's side of 0); NaN, +-Inf and values outside the bins
@@ -922,22 +947,7 @@ template <class T>
 std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int64_t base, std::size_t bins,
                            std::uint64_t* counts, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::grid_histogram: input must be float");
-  int e = 0;
-  if (!(inv_width > 0.0f) || !std::isfinite(inv_width) || std::frexp(inv_width, &e) != 0.5f)
-    quantkit::detail::fail("simd::grid_histogram: inverse bin width ", inv_width, "; expected a power of two");
-  if (bins == 0 || bins > (std::size_t{1} << 24))
-    quantkit::detail::fail("simd::grid_histogram: ", bins, " bins; expected 1 to 2^24");
-  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
-  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-  if (base <= kMin || base > kMax - static_cast<std::int64_t>(bins) + 1)
-    quantkit::detail::fail("simd::grid_histogram: base ", base, " with ", bins, " bins; expected bins within int32");
-  GridHistogramArgs a;
-  a.x = x;
-  a.n = n;
-  a.inv_width = inv_width;
-  a.base = static_cast<std::int32_t>(base);
-  a.bins = bins;
-  a.counts = counts;
+  const GridHistogramArgs a = detail::grid_histogram_args("simd::grid_histogram", x, n, inv_width, base, bins, counts);
   return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
 }
 
@@ -949,25 +959,9 @@ std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, st
                                   std::size_t bins, std::uint64_t* counts, MinMaxResult* mm,
                                   const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::grid_histogram_minmax: input must be float");
-  int e = 0;
-  if (!(inv_width > 0.0f) || !std::isfinite(inv_width) || std::frexp(inv_width, &e) != 0.5f)
-    quantkit::detail::fail("simd::grid_histogram_minmax: inverse bin width ", inv_width,
-                           "; expected a power of two");
-  if (bins == 0 || bins > (std::size_t{1} << 24))
-    quantkit::detail::fail("simd::grid_histogram_minmax: ", bins, " bins; expected 1 to 2^24");
-  constexpr std::int64_t kMin = std::numeric_limits<std::int32_t>::min();
-  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
-  if (base <= kMin || base > kMax - static_cast<std::int64_t>(bins) + 1)
-    quantkit::detail::fail("simd::grid_histogram_minmax: base ", base, " with ", bins,
-                           " bins; expected bins within int32");
+  GridHistogramArgs a =
+      detail::grid_histogram_args("simd::grid_histogram_minmax", x, n, inv_width, base, bins, counts);
   if (mm == nullptr) quantkit::detail::fail("simd::grid_histogram_minmax: null MinMaxResult");
-  GridHistogramArgs a;
-  a.x = x;
-  a.n = n;
-  a.inv_width = inv_width;
-  a.base = static_cast<std::int32_t>(base);
-  a.bins = bins;
-  a.counts = counts;
   a.minmax = mm;
   return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
 }
