@@ -407,6 +407,21 @@ HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t sl
 // kMinMax: also the running min/max of the finite values (raw values while a vector is all
 // inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
 // vmin/vmax and the count of non-finite values into *nonfinite.
+// The running min/max of v's finite lanes; its non-finite lanes (NaN, +-Inf) counted.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void FiniteMinMaxStep(D d, V v, V& vmin, V& vmax, std::size_t& nonfinite) {
+  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
+  const auto fin = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-Inf
+  if (HWY_LIKELY(hn::AllTrue(d, fin))) {
+    vmin = hn::Min(vmin, v);
+    vmax = hn::Max(vmax, v);
+  } else {
+    nonfinite += hn::Lanes(d) - hn::CountTrue(d, fin);
+    vmin = hn::Min(vmin, hn::IfThenElse(fin, v, pinf));
+    vmax = hn::Max(vmax, hn::IfThenElse(fin, v, hn::Neg(pinf)));
+  }
+}
+
 template <bool kAbsolute, bool kMinMax, class V>
 HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& r, V& vmin, V& vmax,
                                        std::size_t* nonfinite) {
@@ -414,13 +429,11 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
   const hn::RebindToSigned<decltype(d)> di;
   const hn::Rebind<std::uint16_t, decltype(di)> d16;
   (void)d16;  // AVX-512 stores the indices with its own narrowing
-  const std::size_t N = hn::Lanes(d);
   const V lo = hn::Set(d, a.lo);
   const V hi = hn::Set(d, a.hi);
   const V bins = hn::Set(d, static_cast<float>(a.bins));
   const V width = hn::Set(d, a.hi - a.lo);
   const auto trash = hn::Set(di, static_cast<std::int32_t>(a.bins + 1));
-  const V pinf = hn::Set(d, std::numeric_limits<float>::infinity());
   auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
     for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
     a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
@@ -443,23 +456,16 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
                                     hn::ConvertTo(di, hn::IfThenElseZero(inside, pos)), trash);
     hn::Store(hn::DemoteTo(d16, bin), d16, out);
 #endif
-    V vlo = v, vhi = v;  // what the min/max see
-    if (!hn::AllTrue(d, inside)) {
+    if (HWY_LIKELY(hn::AllTrue(d, inside))) {
+      if (kMinMax) {  // all inside [lo, hi]: finite
+        vmin = hn::Min(vmin, v);
+        vmax = hn::Max(vmax, v);
+      }
+    } else {
       r.below += hn::CountTrue(d, hn::Lt(v, lo));
       r.above += hn::CountTrue(d, hn::Gt(v, hi));
       r.nan += hn::CountTrue(d, hn::IsNaN(v));
-      if (kMinMax) {
-        const auto fin = hn::Lt(hn::Abs(v), pinf);
-        if (!hn::AllTrue(d, fin)) {
-          *nonfinite += N - hn::CountTrue(d, fin);
-          vlo = hn::IfThenElse(fin, v, pinf);
-          vhi = hn::IfThenElse(fin, v, hn::Neg(pinf));
-        }
-      }
-    }
-    if (kMinMax) {
-      vmin = hn::Min(vmin, vlo);
-      vmax = hn::Max(vmax, vhi);
+      if (kMinMax) FiniteMinMaxStep(d, v, vmin, vmax, *nonfinite);
     }
   };
   return CountBlocks(a.x, a.n, a.bins + 2, indices, flush);
@@ -582,15 +588,7 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
         const V v = hn::LoadU(d, p);
         const auto b = GridBins(d, v, inv_width, base, bins);
         hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
-        const auto fin = hn::Lt(hn::Abs(v), pinf);  // false for NaN and +-inf
-        if (HWY_LIKELY(hn::AllTrue(d, fin))) {
-          vmin = hn::Min(vmin, v);
-          vmax = hn::Max(vmax, v);
-        } else {
-          nonfinite += N - hn::CountTrue(d, fin);
-          vmin = hn::Min(vmin, hn::IfThenElse(fin, v, pinf));
-          vmax = hn::Max(vmax, hn::IfThenElse(fin, v, hn::Neg(pinf)));
-        }
+        FiniteMinMaxStep(d, v, vmin, vmax, nonfinite);
       };
       i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
     } else {
