@@ -1694,8 +1694,11 @@ struct UniformSource {
 // more traffic for f32 -> int8), and the output would evict the rest anyway. The C library's
 // last-level cache size, capped at 32 MiB: in virtual machines it often reports the whole
 // host's cache, of which a guest's core sees a slice.
-inline std::size_t stream_threshold_bytes() {
-  static const std::size_t bytes = [] {
+namespace detail {
+// The threshold itself; tests lower it to reach the streaming path with small calls (under the
+// sanitizers, 6.7M-element calls on every target take minutes).
+inline std::size_t& stream_threshold_storage() {
+  static std::size_t bytes = [] {
     constexpr std::size_t cap = std::size_t{32} << 20;
     long l3 = -1;
 #if defined(_SC_LEVEL3_CACHE_SIZE)
@@ -1705,6 +1708,8 @@ inline std::size_t stream_threshold_bytes() {
   }();
   return bytes;
 }
+}  // namespace detail
+inline std::size_t stream_threshold_bytes() { return detail::stream_threshold_storage(); }
 
 // Whether an element-wise call over `plan` moving `bytes_per_element` (input + output) streams
 // its output.
