@@ -475,6 +475,59 @@ std::vector<typename Scheme::Constants> made_constants(std::initializer_list<dou
   return c;
 }
 
+// Fixed point (double rounding) around the kernels' per-run fast path (no left shift, right
+// shift >= 1, q != INT32_MIN, |q| + 2^(right-1) <= INT32_MAX: bias folded into the 64-bit
+// nudge, rounding by add-and-shift) and just past its limits: biases near INT32_MIN/MAX with
+// accumulators at the extremes (the saturating bias add), q at and next to the bound, negative
+// q, q == INT32_MIN with x == INT32_MIN (SRDHM saturation), right shifts 0 and 31, left shifts.
+// Zero point 0 with the full int32 range leaves nothing to the clamp.
+template <class Out>
+void check_requantize_fixed_edges(const qks::Kernels* k) {
+  using Scheme = qk::FixedPointDoubleRounding;
+  using QM = qk::ref::QuantizedMultiplier;
+  const std::vector<QM> constants = {
+      QM{1 << 30, -1}, QM{kI32Max - 1, -1}, QM{kI32Max, -1}, QM{kI32Max - 64, -7},
+      QM{kI32Max - 63, -7}, QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4},
+      QM{kI32Min, 0}, QM{1518500250, -31}, QM{kI32Max, -31}, QM{1 << 30, 0}, QM{1234567, 3},
+      QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 31}};
+  const std::vector<std::int32_t> biases = {0, 1, -1, kI32Max, kI32Min, kI32Max - 3, kI32Min + 3,
+                                            1 << 30, -(1 << 30), 123456789, -987654};
+  const qk::IntRange out = range_of<Out>();
+  std::vector<std::int32_t> acc = accumulators(1000, 77);
+  const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Min + 2, kI32Min + 3, kI32Min + 4,
+                                kI32Max, kI32Max - 1, kI32Max - 2, kI32Max - 3, kI32Max - 4,
+                                -1, 0, 1, -(1 << 30), 1 << 30};
+  for (std::size_t i = 0; i < acc.size(); i += 3) acc[i] = edges[(i / 3) % (sizeof(edges) / sizeof(edges[0]))];
+  for (int zp_case = 0; zp_case < 2; ++zp_case) {
+    for (int relu = 0; relu < 2; ++relu) {
+      // two constant rows of 500 (axis 0): one constant pair per call, every bias
+      for (std::size_t c = 0; c < constants.size(); ++c) {
+        for (std::size_t b = 0; b < biases.size(); ++b) {
+          qk::RequantParams<Scheme> p;
+          p.constants = {constants[c], constants[(c + 1) % constants.size()]};
+          p.bias = {biases[b], biases[(b + 3) % biases.size()]};
+          p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
+          p.clamp_min = relu ? p.output_zero_point : out.qmin;
+          p.clamp_max = out.qmax;
+          p.channel_axis = 0;
+          const qk::Dims shape{2, 500};
+          const qk::View<const std::int32_t> a(acc.data(), shape);
+          std::vector<Out> want(acc.size()), got(acc.size());
+          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+          CAPTURE(constants[c].multiplier);
+          CAPTURE(constants[c].shift);
+          CAPTURE(biases[b]);
+          CAPTURE(p.output_zero_point);
+          CAPTURE(p.clamp_min);
+          QK_CHECK_SAME(got, want, acc);
+          CHECK(got == want);  // counted
+        }
+      }
+    }
+  }
+}
+
 template <class Out>
 void check_requantize_all(const qks::Kernels* k) {
   const std::initializer_list<double> small = {0.5, 0.25, 1.0, 0.0123456, 0.75, 1e-6, 0.999999, 3e-10, 0.3};
@@ -506,6 +559,7 @@ void check_requantize_all(const qks::Kernels* k) {
                  qk::ref::QuantizedMultiplier{1 << 30, 32}})
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
+  check_requantize_fixed_edges<Out>(k);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);
   for (auto m : made_constants<qk::FixedPointSingleRounding>(small)) single.push_back(m);
   for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, -31}, qk::ref::QuantizedMultiplier{kI32Max, 30},
