@@ -4360,54 +4360,75 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
   }
 }
 
-// RequantizeBlocks4 for RqFixedPointDouble when the run's constants allow (FixedPointFastOk):
-// no left shift (so no shift saturation), right >= 1, q != INT32_MIN (so no SRDHM saturation),
-// |q| + 2^(right-1) <= INT32_MAX. Then with x' = sat32(x + bias) = xc + bias (BiasClamp):
-//   h = SRDHM(x', q) = floor((xc * q + (bias * q + 2^30)) / 2^31), |h| <= |q|
-//     (the bias folded into the 64-bit nudge: |x' * q| <= 2^62, no int64 overflow);
-//   RDBP(h, right) = (h + 2^(right-1) + (h < 0 ? -1 : 0)) >> right (ties away from zero: a
-//     remainder of exactly half rounds up for h >= 0 and down below), which the bound on |q|
-//     keeps inside int32.
-inline bool FixedPointFastOk(const RequantizeArgs& a, std::int64_t at) {
-  const std::int32_t qm = a.k[0][at];
-  const std::int32_t left = a.k[1][at];
-  const std::int32_t right = a.k[2][at];
-  if (left != 0 || right < 1 || right > 31 || qm == kI32Min) return false;
-  const std::int64_t mag = qm < 0 ? -std::int64_t{qm} : std::int64_t{qm};
-  return mag + (std::int64_t{1} << (right - 1)) <= kI32Max;
-}
+// RequantizeBlocks4 for RqFixedPointDouble when the run's constants allow (FixedPointFast):
+// no left shift (so no shift saturation), right >= 1, q != INT32_MIN (so no SRDHM saturation).
+// With x' = sat32(x + bias) = xc + bias (BiasClamp), h = SRDHM(x', q), |h| <= |q|:
+//   h = floor((xc * q + bias * q + 2^30) / 2^31)   (|x' * q| <= 2^62: no int64 overflow);
+//   RDBP(h, right) = (h + 2^(right-1) - [h < 0]) >> right (ties away from zero: a remainder
+//     of exactly half rounds up for h >= 0 and down below);
+//   RDBP(h, right) + zp = (g - [g < c]) >> right with c = 2^(right-1) + zp * 2^right and
+//     g = h + c = floor((xc * q + (bias * q + 2^30 + c * 2^31)) / 2^31): c folded into the
+//     64-bit nudge (wrapping add; the sum itself is < 2^63 in magnitude), and g < c iff h < 0.
+// FixedPointFast checks that g - 1 .. g stay inside int32 for every |h| <= |q|. The result is
+// the final value before the clamp; when the clamp is the output type's whole range the
+// saturating demotion does it (kClamp false).
+struct FixedPointFast {
+  std::uint64_t nudge;
+  std::int32_t c;
+  int right;
+  bool ok;
+  FixedPointFast(const RequantizeArgs& a, std::int64_t at) : nudge(0), c(0), right(0), ok(false) {
+    const std::int32_t qm = a.k[0][at];
+    const std::int32_t left = a.k[1][at];
+    right = a.k[2][at];
+    if (left != 0 || right < 1 || right > 31 || qm == kI32Min) return;
+    const std::int64_t mag = qm < 0 ? -std::int64_t{qm} : std::int64_t{qm};
+    const std::int64_t c64 = (std::int64_t{1} << (right - 1)) + std::int64_t{a.zero_point} * (std::int64_t{1} << right);
+    if (c64 - mag - 1 < kI32Min || c64 + mag > kI32Max) return;
+    c = static_cast<std::int32_t>(c64);
+    nudge = static_cast<std::uint64_t>(std::int64_t{a.bias[at]} * qm) + (std::uint64_t{1} << 30) +
+            (static_cast<std::uint64_t>(c64) << 31);
+    ok = true;
+  }
+};
 
-template <class Out>
-HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
-                                         Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
+template <class Out, bool kClamp>
+HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
+                                         const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
+                                         std::size_t n, std::int64_t at) {
   const hn::ScalableTag<std::int32_t> di;
   const Wide<decltype(di)> dw;
   using V = hn::Vec<decltype(di)>;
   const std::size_t N = hn::Lanes(di);
-  const std::int32_t bias = a.bias[at];
-  const std::int32_t qm = a.k[0][at];
-  const int right = a.k[2][at];
-  const BiasClamp bc(bias);
+  const BiasClamp bc(a.bias[at]);
   const V xlo = hn::Set(di, bc.lo);
   const V xhi = hn::Set(di, bc.hi);
-  const V vq = hn::Set(di, qm);
-  const auto nudge = hn::Set(dw, (std::int64_t{1} << 30) + std::int64_t{bias} * qm);
-  const V half = hn::Set(di, static_cast<std::int32_t>(std::int32_t{1} << (right - 1)));
-  const V zp = hn::Set(di, a.zero_point);
-  const V lo = hn::Set(di, a.lo - a.zero_point);
-  const V hi = hn::Set(di, a.hi - a.zero_point);
-  const auto one = [&](const std::int32_t* p) {
-    const V h = MulHighRounded(di, hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), vq, nudge);
-    const V r = hn::ShiftRightSame(hn::Add(hn::Add(h, half), hn::BroadcastSignBit(h)), right);
-    return hn::Min(hn::Max(r, lo), hi);
+  const V vq = hn::Set(di, a.k[0][at]);
+  const auto nudge = hn::BitCast(dw, hn::Set(hn::RebindToUnsigned<decltype(dw)>(), f.nudge));
+  const V c = hn::Set(di, f.c);
+  const V one = hn::Set(di, 1);
+  const int right = f.right;
+  const V lo = hn::Set(di, a.lo);
+  const V hi = hn::Set(di, a.hi);
+  const auto step = [&](const std::int32_t* p) {
+    const V g = MulHighRounded(di, hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), vq, nudge);
+    const V r = hn::ShiftRightSame(hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, one), g), right);
+    if constexpr (kClamp) {
+      return hn::Min(hn::Max(r, lo), hi);
+    } else {
+      (void)lo;
+      (void)hi;
+      return r;
+    }
   };
+  const V zero = hn::Zero(di);
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const V r0 = one(x + i);
-    const V r1 = one(x + i + N);
-    const V r2 = one(x + i + 2 * N);
-    const V r3 = one(x + i + 3 * N);
-    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zp, q + i);
+    const V r0 = step(x + i);
+    const V r1 = step(x + i + N);
+    const V r2 = step(x + i + 2 * N);
+    const V r3 = step(x + i + 3 * N);
+    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
   }
   return i;
 }
@@ -4419,7 +4440,13 @@ template <class Out, class Scheme>
 HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
                                          Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
-    if (FixedPointFastOk(a, at)) return FixedPointBlocks4<Out>(a, x, q, n, at);
+    const FixedPointFast f(a, at);
+    if (f.ok) {
+      // the saturating demotion (StoreQuantized4) clamps to the output type's range
+      if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
+        return FixedPointBlocks4<Out, false>(a, f, x, q, n, at);
+      return FixedPointBlocks4<Out, true>(a, f, x, q, n, at);
+    }
   }
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
