@@ -528,6 +528,42 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
   }
 }
 
+// Large enough to stream (non-temporal stores past stream_threshold_bytes, from the first
+// aligned block of a misaligned output), per tensor with the whole output range (no clamp)
+// and per channel with a ReLU clamp, for the fixed-point fast path.
+template <class Out>
+void check_requantize_streaming(const qks::Kernels* k) {
+  using Scheme = qk::FixedPointDoubleRounding;
+  // (the output is one element into its buffer: a failure names the input one index off)
+  const std::size_t n = qks::stream_threshold_bytes() / (sizeof(std::int32_t) + sizeof(Out)) + 1237;
+  const std::vector<std::int32_t> acc = accumulators(n, 4242);
+  std::vector<Out> want(n + 1), got(n + 1);
+  const qk::IntRange out = range_of<Out>();
+  for (int per_channel = 0; per_channel < 2; ++per_channel) {
+    qk::RequantParams<Scheme> p;
+    p.constants = made_constants<Scheme>({0.0061});
+    p.bias = {-12345};
+    if (per_channel) {
+      p.constants = made_constants<Scheme>({0.0061, 0.00123, 0.3});
+      p.bias = {-12345, kI32Max - 5, 77};
+    }
+    p.output_zero_point = sizeof(Out) == 4 ? 0 : 3;  // int32: lo - zp must fit for the fast path
+    p.clamp_min = per_channel ? p.output_zero_point : out.qmin;
+    p.clamp_max = out.qmax;
+    p.channel_axis = 0;
+    const qk::Dims shape = per_channel ? qk::Dims{3, static_cast<std::int64_t>(n / 3)}
+                                       : qk::Dims{static_cast<std::int64_t>(n)};
+    const std::size_t m = static_cast<std::size_t>(shape.product());
+    const qk::View<const std::int32_t> a(acc.data(), shape);
+    qk::ref::requantize(a, p, qk::View<Out>(want.data() + 1, shape), "layer");  // misaligned
+    qks::requantize(a, p, qk::View<Out>(got.data() + 1, shape), "layer", k);
+    CAPTURE(per_channel);
+    CAPTURE(m);
+    QK_CHECK_SAME(got, want, acc);
+    CHECK(got == want);  // counted
+  }
+}
+
 template <class Out>
 void check_requantize_all(const qks::Kernels* k) {
   const std::initializer_list<double> small = {0.5, 0.25, 1.0, 0.0123456, 0.75, 1e-6, 0.999999, 3e-10, 0.3};
@@ -560,6 +596,8 @@ void check_requantize_all(const qks::Kernels* k) {
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   check_requantize_fixed_edges<Out>(k);
+  if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value)
+    check_requantize_streaming<Out>(k);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);
   for (auto m : made_constants<qk::FixedPointSingleRounding>(small)) single.push_back(m);
   for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, -31}, qk::ref::QuantizedMultiplier{kI32Max, 30},

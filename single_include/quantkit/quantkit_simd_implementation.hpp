@@ -919,6 +919,7 @@ struct RequantizeArgs {
   std::int32_t zero_point = 0;
   std::int32_t lo = -128;
   std::int32_t hi = 127;
+  bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,
@@ -4422,14 +4423,28 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
     }
   };
   const V zero = hn::Zero(di);
-  std::size_t i = 0;
-  for (; i + 4 * N <= n; i += 4 * N) {
+  const auto block = [&](std::size_t i, auto stream) {
     const V r0 = step(x + i);
     const V r1 = step(x + i + N);
     const V r2 = step(x + i + 2 * N);
     const V r3 = step(x + i + 3 * N);
-    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
+    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, q + i);
+  };
+  std::size_t i = 0;
+  if (a.stream && n >= 8 * N) {
+    // Non-temporal stores need aligned addresses: one ordinary block first, then aligned
+    // blocks from the first aligned address in it (rewriting the overlap with the same values;
+    // q and x do not alias). RequantizeWith fences once at the end.
+    const std::size_t bytes = 4 * N * sizeof(Out);
+    const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % bytes;
+    if (misaligned != 0) {
+      block(0, std::false_type());
+      i = (bytes - misaligned) / sizeof(Out);  // q is Out-aligned: whole elements
+    }
+    for (; i + 4 * N <= n; i += 4 * N) block(i, std::true_type());
+    return i;
   }
+  for (; i + 4 * N <= n; i += 4 * N) block(i, std::false_type());
   return i;
 }
 
@@ -4567,6 +4582,7 @@ HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
                                      &RequantizeRun<Out, Scheme, true>, &a, false, &RequantizeRows<Out, Scheme>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
+  if (a.stream) hwy::FlushStream();
 }
 
 template <RequantScheme kScheme, RoundingMode kMode>
@@ -5523,6 +5539,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     a.zero_point = p.output_zero_point;
     a.lo = p.clamp_min;
     a.hi = p.clamp_max;
+    a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
     detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
   }
 }
