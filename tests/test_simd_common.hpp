@@ -488,6 +488,95 @@ std::vector<typename Scheme::Constants> made_constants(std::initializer_list<dou
   return c;
 }
 
+// Fixed point (double rounding) around the kernels' per-run fast path (no left shift, right
+// shift >= 1, q != INT32_MIN, |q| + 2^(right-1) <= INT32_MAX: bias folded into the 64-bit
+// nudge, rounding by add-and-shift) and just past its limits: biases near INT32_MIN/MAX with
+// accumulators at the extremes (the saturating bias add), q at and next to the bound, negative
+// q, q == INT32_MIN with x == INT32_MIN (SRDHM saturation), right shifts 0 and 31, left shifts.
+// Zero point 0 with the full int32 range leaves nothing to the clamp.
+template <class Out>
+void check_requantize_fixed_edges(const qks::Kernels* k) {
+  using Scheme = qk::FixedPointDoubleRounding;
+  using QM = qk::ref::QuantizedMultiplier;
+  const std::vector<QM> constants = {
+      QM{1 << 30, -1}, QM{kI32Max - 1, -1}, QM{kI32Max, -1}, QM{kI32Max - 64, -7},
+      QM{kI32Max - 63, -7}, QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4},
+      QM{kI32Min, 0}, QM{1518500250, -31}, QM{kI32Max, -31}, QM{1 << 30, 0}, QM{1234567, 3},
+      QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 31}};
+  const std::vector<std::int32_t> biases = {0, 1, -1, kI32Max, kI32Min, kI32Max - 3, kI32Min + 3,
+                                            1 << 30, -(1 << 30), 123456789, -987654};
+  const qk::IntRange out = range_of<Out>();
+  std::vector<std::int32_t> acc = accumulators(1000, 77);
+  const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Min + 2, kI32Min + 3, kI32Min + 4,
+                                kI32Max, kI32Max - 1, kI32Max - 2, kI32Max - 3, kI32Max - 4,
+                                -1, 0, 1, -(1 << 30), 1 << 30};
+  for (std::size_t i = 0; i < acc.size(); i += 3) acc[i] = edges[(i / 3) % (sizeof(edges) / sizeof(edges[0]))];
+  for (int zp_case = 0; zp_case < 2; ++zp_case) {
+    for (int relu = 0; relu < 2; ++relu) {
+      // two constant rows of 500 (axis 0): one constant pair per call, every bias
+      for (std::size_t c = 0; c < constants.size(); ++c) {
+        for (std::size_t b = 0; b < biases.size(); ++b) {
+          qk::RequantParams<Scheme> p;
+          p.constants = {constants[c], constants[(c + 1) % constants.size()]};
+          p.bias = {biases[b], biases[(b + 3) % biases.size()]};
+          p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
+          p.clamp_min = relu ? p.output_zero_point : out.qmin;
+          p.clamp_max = out.qmax;
+          p.channel_axis = 0;
+          const qk::Dims shape{2, 500};
+          const qk::View<const std::int32_t> a(acc.data(), shape);
+          std::vector<Out> want(acc.size()), got(acc.size());
+          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+          CAPTURE(constants[c].multiplier);
+          CAPTURE(constants[c].shift);
+          CAPTURE(biases[b]);
+          CAPTURE(p.output_zero_point);
+          CAPTURE(p.clamp_min);
+          QK_CHECK_SAME(got, want, acc);
+          CHECK(got == want);  // counted
+        }
+      }
+    }
+  }
+}
+
+// Large enough to stream (non-temporal stores past stream_threshold_bytes, from the first
+// aligned block of a misaligned output), per tensor with the whole output range (no clamp)
+// and per channel with a ReLU clamp, for the fixed-point fast path.
+template <class Out>
+void check_requantize_streaming(const qks::Kernels* k) {
+  using Scheme = qk::FixedPointDoubleRounding;
+  // (the output is one element into its buffer: a failure names the input one index off)
+  const std::size_t n = qks::stream_threshold_bytes() / (sizeof(std::int32_t) + sizeof(Out)) + 1237;
+  const std::vector<std::int32_t> acc = accumulators(n, 4242);
+  std::vector<Out> want(n + 1), got(n + 1);
+  const qk::IntRange out = range_of<Out>();
+  for (int per_channel = 0; per_channel < 2; ++per_channel) {
+    qk::RequantParams<Scheme> p;
+    p.constants = made_constants<Scheme>({0.0061});
+    p.bias = {-12345};
+    if (per_channel) {
+      p.constants = made_constants<Scheme>({0.0061, 0.00123, 0.3});
+      p.bias = {-12345, kI32Max - 5, 77};
+    }
+    p.output_zero_point = sizeof(Out) == 4 ? 0 : 3;  // int32: lo - zp must fit for the fast path
+    p.clamp_min = per_channel ? p.output_zero_point : out.qmin;
+    p.clamp_max = out.qmax;
+    p.channel_axis = 0;
+    const qk::Dims shape = per_channel ? qk::Dims{3, static_cast<std::int64_t>(n / 3)}
+                                       : qk::Dims{static_cast<std::int64_t>(n)};
+    const std::size_t m = static_cast<std::size_t>(shape.product());
+    const qk::View<const std::int32_t> a(acc.data(), shape);
+    qk::ref::requantize(a, p, qk::View<Out>(want.data() + 1, shape), "layer");  // misaligned
+    qks::requantize(a, p, qk::View<Out>(got.data() + 1, shape), "layer", k);
+    CAPTURE(per_channel);
+    CAPTURE(m);
+    QK_CHECK_SAME(got, want, acc);
+    CHECK(got == want);  // counted
+  }
+}
+
 template <class Out>
 void check_requantize_all(const qks::Kernels* k) {
   const std::initializer_list<double> small = {0.5, 0.25, 1.0, 0.0123456, 0.75, 1e-6, 0.999999, 3e-10, 0.3};
@@ -519,6 +608,9 @@ void check_requantize_all(const qks::Kernels* k) {
                  qk::ref::QuantizedMultiplier{1 << 30, 32}})
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
+  check_requantize_fixed_edges<Out>(k);
+  if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value)
+    check_requantize_streaming<Out>(k);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);
   for (auto m : made_constants<qk::FixedPointSingleRounding>(small)) single.push_back(m);
   for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, -31}, qk::ref::QuantizedMultiplier{kI32Max, 30},

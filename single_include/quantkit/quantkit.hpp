@@ -1767,6 +1767,7 @@ struct RequantizeArgs {
   std::int32_t zero_point = 0;
   std::int32_t lo = -128;
   std::int32_t hi = 127;
+  bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,
@@ -4495,6 +4496,35 @@ HWY_INLINE V SaturatingAdd32(DI di, V a, V b) {
   return hn::IfThenElse(overflow, saturated, s);
 }
 
+// x + bias saturated to int32 for a bias constant over the run: x clamped first to
+// [INT32_MIN - min(bias, 0), INT32_MAX - max(bias, 0)] cannot overflow, and the clamp bounds
+// are exactly where the saturating sum reaches INT32_MIN / INT32_MAX.
+struct BiasClamp {
+  std::int32_t lo, hi;
+  explicit BiasClamp(std::int32_t bias)
+      : lo(bias < 0 ? static_cast<std::int32_t>(std::int64_t{kI32Min} - bias) : kI32Min),
+        hi(bias > 0 ? static_cast<std::int32_t>(std::int64_t{kI32Max} - bias) : kI32Max) {}
+};
+
+// floor(t / 2^31) as int32 lanes for t = a * b + nudge (int64 per even / odd lane pair; the
+// caller guarantees the quotient fits int32, so only bits 31..62 of t matter). Even lanes: a
+// logical 64-bit shift puts those bits in the low half; odd lanes: t + t puts them in the
+// high half, which OddEven keeps (XNNPACK's gemmlowp-sse4 trick; no 64-bit arithmetic shift,
+// which AVX2 and below emulate, and no shift back up).
+template <class DI, class V, class VW>
+HWY_INLINE V MulHighRounded(DI di, V a, V b, VW nudge) {
+  const Wide<DI> dw;
+  const hn::RebindToUnsigned<decltype(dw)> du64;
+  const auto un = hn::BitCast(du64, nudge);
+  const auto te = hn::Add(hn::BitCast(du64, MulEvenLanes(a, b)), un);
+#if HWY_TARGET == HWY_SCALAR
+  return JoinLanes(di, hn::BitCast(dw, hn::ShiftRight<31>(te)), nudge);
+#else
+  const auto to = hn::Add(hn::BitCast(du64, MulOddLanes(a, b)), un);
+  return hn::OddEven(hn::BitCast(di, hn::Add(to, to)), hn::BitCast(di, hn::ShiftRight<31>(te)));
+#endif
+}
+
 // ------------------------------ Schemes (constants: see RequantizeArgs in abi.hpp)
 
 template <class Round>
@@ -4559,14 +4589,8 @@ struct RqFixedPointDouble {
     const auto too_small = hn::Lt(x, k[5]);
     const V shifted = hn::operator<<(x, k[1]);
     const Wide<DI> dw;
-    const auto nudge = hn::Set(dw, std::int64_t{1} << 30);
-    const auto even = hn::ShiftRight<31>(hn::Add(MulEvenLanes(shifted, qm), nudge));
-#if HWY_TARGET == HWY_SCALAR
-    V high = JoinLanes(di, even, even);
-#else
-    const auto odd = hn::ShiftRight<31>(hn::Add(MulOddLanes(shifted, qm), nudge));
-    V high = JoinLanes(di, even, odd);
-#endif
+    // |SRDHM| <= 2^31 - 1 but for the INT32_MIN * INT32_MIN case, replaced below.
+    V high = MulHighRounded(di, shifted, qm, hn::Set(dw, std::int64_t{1} << 30));
     const V vmin = hn::Set(di, kI32Min);
     const V vmax = hn::Set(di, kI32Max);
     high = hn::IfThenElse(hn::And(hn::Eq(shifted, vmin), hn::Eq(qm, vmin)), vmax, high);
@@ -4652,12 +4676,108 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
   }
 }
 
+// RequantizeBlocks4 for RqFixedPointDouble when the run's constants allow (FixedPointFast):
+// no left shift (so no shift saturation), right >= 1, q != INT32_MIN (so no SRDHM saturation).
+// With x' = sat32(x + bias) = xc + bias (BiasClamp), h = SRDHM(x', q), |h| <= |q|:
+//   h = floor((xc * q + bias * q + 2^30) / 2^31)   (|x' * q| <= 2^62: no int64 overflow);
+//   RDBP(h, right) = (h + 2^(right-1) - [h < 0]) >> right (ties away from zero: a remainder
+//     of exactly half rounds up for h >= 0 and down below);
+//   RDBP(h, right) + zp = (g - [g < c]) >> right with c = 2^(right-1) + zp * 2^right and
+//     g = h + c = floor((xc * q + (bias * q + 2^30 + c * 2^31)) / 2^31): c folded into the
+//     64-bit nudge (wrapping add; the sum itself is < 2^63 in magnitude), and g < c iff h < 0.
+// FixedPointFast checks that g - 1 .. g stay inside int32 for every |h| <= |q|. The result is
+// the final value before the clamp; when the clamp is the output type's whole range the
+// saturating demotion does it (kClamp false).
+struct FixedPointFast {
+  std::uint64_t nudge;
+  std::int32_t c;
+  int right;
+  bool ok;
+  FixedPointFast(const RequantizeArgs& a, std::int64_t at) : nudge(0), c(0), right(0), ok(false) {
+    const std::int32_t qm = a.k[0][at];
+    const std::int32_t left = a.k[1][at];
+    right = a.k[2][at];
+    if (left != 0 || right < 1 || right > 31 || qm == kI32Min) return;
+    const std::int64_t mag = qm < 0 ? -std::int64_t{qm} : std::int64_t{qm};
+    const std::int64_t c64 = (std::int64_t{1} << (right - 1)) + std::int64_t{a.zero_point} * (std::int64_t{1} << right);
+    if (c64 - mag - 1 < kI32Min || c64 + mag > kI32Max) return;
+    c = static_cast<std::int32_t>(c64);
+    nudge = static_cast<std::uint64_t>(std::int64_t{a.bias[at]} * qm) + (std::uint64_t{1} << 30) +
+            (static_cast<std::uint64_t>(c64) << 31);
+    ok = true;
+  }
+};
+
+template <class Out, bool kClamp>
+HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
+                                         const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
+                                         std::size_t n, std::int64_t at) {
+  const hn::ScalableTag<std::int32_t> di;
+  const Wide<decltype(di)> dw;
+  using V = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(di);
+  const BiasClamp bc(a.bias[at]);
+  const V xlo = hn::Set(di, bc.lo);
+  const V xhi = hn::Set(di, bc.hi);
+  const V vq = hn::Set(di, a.k[0][at]);
+  const auto nudge = hn::BitCast(dw, hn::Set(hn::RebindToUnsigned<decltype(dw)>(), f.nudge));
+  const V c = hn::Set(di, f.c);
+  const V one = hn::Set(di, 1);
+  const int right = f.right;
+  const V lo = hn::Set(di, a.lo);
+  const V hi = hn::Set(di, a.hi);
+  const auto step = [&](const std::int32_t* p) {
+    const V g = MulHighRounded(di, hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), vq, nudge);
+    const V r = hn::ShiftRightSame(hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, one), g), right);
+    if constexpr (kClamp) {
+      return hn::Min(hn::Max(r, lo), hi);
+    } else {
+      (void)lo;
+      (void)hi;
+      return r;
+    }
+  };
+  const V zero = hn::Zero(di);
+  const auto block = [&](std::size_t i, auto stream) {
+    const V r0 = step(x + i);
+    const V r1 = step(x + i + N);
+    const V r2 = step(x + i + 2 * N);
+    const V r3 = step(x + i + 3 * N);
+    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, q + i);
+  };
+  std::size_t i = 0;
+  if (a.stream && n >= 8 * N) {
+    // Non-temporal stores need aligned addresses: one ordinary block first, then aligned
+    // blocks from the first aligned address in it (rewriting the overlap with the same values;
+    // q and x do not alias). RequantizeWith fences once at the end.
+    const std::size_t bytes = 4 * N * sizeof(Out);
+    const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % bytes;
+    if (misaligned != 0) {
+      block(0, std::false_type());
+      i = (bytes - misaligned) / sizeof(Out);  // q is Out-aligned: whole elements
+    }
+    for (; i + 4 * N <= n; i += 4 * N) block(i, std::true_type());
+    return i;
+  }
+  for (; i + 4 * N <= n; i += 4 * N) block(i, std::false_type());
+  return i;
+}
+
 // Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
 // [lo - zp, hi - zp] before adding zp (the caller checked both fit int32): the same as
 // clamping the saturated sum, without the saturation.
 template <class Out, class Scheme>
 HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
                                          Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
+  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
+    const FixedPointFast f(a, at);
+    if (f.ok) {
+      // the saturating demotion (StoreQuantized4) clamps to the output type's range
+      if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
+        return FixedPointBlocks4<Out, false>(a, f, x, q, n, at);
+      return FixedPointBlocks4<Out, true>(a, f, x, q, n, at);
+    }
+  }
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
   using V = hn::Vec<decltype(di)>;
@@ -4667,12 +4787,15 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
   V k[kSlots > 0 ? kSlots : 1];
   for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
   const VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
+  const BiasClamp bc(a.bias[at]);
   const V bias = hn::Set(di, a.bias[at]);
+  const V xlo = hn::Set(di, bc.lo);
+  const V xhi = hn::Set(di, bc.hi);
   const V zp = hn::Set(di, a.zero_point);
   const V lo = hn::Set(di, a.lo - a.zero_point);
   const V hi = hn::Set(di, a.hi - a.zero_point);
   const auto one = [&](const std::int32_t* p) {
-    const V v = SaturatingAdd32(di, hn::LoadU(di, p), bias);
+    const V v = hn::Add(hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), bias);
     return hn::Min(hn::Max(Scheme::Apply(di, v, k, m), lo), hi);
   };
   std::size_t i = 0;
@@ -4774,6 +4897,7 @@ HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
                                      &RequantizeRun<Out, Scheme, true>, &a, false, &RequantizeRows<Out, Scheme>};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
+  if (a.stream) hwy::FlushStream();
 }
 
 template <RequantScheme kScheme, RoundingMode kMode>
@@ -5730,6 +5854,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     a.zero_point = p.output_zero_point;
     a.lo = p.clamp_min;
     a.hi = p.clamp_max;
+    a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
     detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
   }
 }

@@ -165,6 +165,7 @@ struct RequantizeArgs {
   std::int32_t zero_point = 0;
   std::int32_t lo = -128;
   std::int32_t hi = 127;
+  bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
 };
 
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,

@@ -649,6 +649,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     a.zero_point = p.output_zero_point;
     a.lo = p.clamp_min;
     a.hi = p.clamp_max;
+    a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
     detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
   }
 }
