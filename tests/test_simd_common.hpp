@@ -32,6 +32,25 @@
 #define QK_TEST_SANITIZED 0
 #endif
 
+namespace simd_test {
+// For its lifetime, under the sanitizers (-O0), the non-temporal store threshold is 1 MiB: the
+// streaming code runs on ~200K elements instead of millions (minutes per target). Otherwise the
+// real threshold.
+class SanitizedStreamThreshold {
+ public:
+  SanitizedStreamThreshold() : saved_(quantkit::simd::detail::stream_threshold_storage()) {
+    if (QK_TEST_SANITIZED)
+      quantkit::simd::detail::stream_threshold_storage() = std::min<std::size_t>(saved_, std::size_t{1} << 20);
+  }
+  ~SanitizedStreamThreshold() { quantkit::simd::detail::stream_threshold_storage() = saved_; }
+  SanitizedStreamThreshold(const SanitizedStreamThreshold&) = delete;
+  SanitizedStreamThreshold& operator=(const SanitizedStreamThreshold&) = delete;
+
+ private:
+  std::size_t saved_;
+};
+}  // namespace simd_test
+
 namespace qk = quantkit;
 namespace qks = quantkit::simd;
 
@@ -547,6 +566,7 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
 template <class Out>
 void check_requantize_streaming(const qks::Kernels* k) {
   using Scheme = qk::FixedPointDoubleRounding;
+  const SanitizedStreamThreshold threshold;
   // (the output is one element into its buffer: a failure names the input one index off)
   const std::size_t n = qks::stream_threshold_bytes() / (sizeof(std::int32_t) + sizeof(Out)) + 1237;
   const std::vector<std::int32_t> acc = accumulators(n, 4242);

@@ -101,16 +101,8 @@ TEST_CASE("simd: dequantize per tensor, every input type") {
 
 TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the reference") {
   // Just past the size where the kernels switch to non-temporal stores, output misaligned by
-  // one element (so a head is written the ordinary way first) and aligned. Under the sanitizers
-  // (-O0) the threshold drops to 1 MiB: the same code on 200K elements instead of millions.
-  std::size_t& threshold_storage = qks::detail::stream_threshold_storage();
-  const std::size_t saved_threshold = threshold_storage;
-  struct Restore {
-    std::size_t& to;
-    std::size_t value;
-    ~Restore() { to = value; }
-  } restore{threshold_storage, saved_threshold};
-  if (QK_TEST_SANITIZED) threshold_storage = std::min<std::size_t>(saved_threshold, std::size_t{1} << 20);
+  // one element (so a head is written the ordinary way first) and aligned.
+  const simd_test::SanitizedStreamThreshold lowered_under_sanitizers;
   const std::size_t threshold = qks::stream_threshold_bytes();
   const std::size_t n = threshold / 5 + 1031;
   REQUIRE(qks::stream_output(qks::detail::contiguous_plan(n), 5));
