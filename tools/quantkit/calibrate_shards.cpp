@@ -81,19 +81,6 @@ class RateProgress {
   Clock::time_point start_, last_;
 };
 
-graph::DType graph_dtype(npy::DType t, const std::string& file) {
-  switch (t) {
-    case npy::DType::f32: return graph::DType::float32;
-    case npy::DType::i8: return graph::DType::int8;
-    case npy::DType::u8: return graph::DType::uint8;
-    case npy::DType::i32: return graph::DType::int32;
-    case npy::DType::i64: return graph::DType::int64;
-    default: break;
-  }
-  quantkit::detail::fail("file '", file, "': dtype ", npy::descr(t),
-                         "; expected float32, int8, uint8, int32 or int64 (e.g. x.astype(numpy.float32))");
-}
-
 // The MPI world when the tool was built with MPI and started by an MPI launcher; finalized on
 // scope exit.
 struct World {
@@ -178,7 +165,7 @@ std::optional<ptq::QuantizedModel> run_shards(World& world, const graph::Graph& 
                  " inputs; expected a single-input model (use --calib NAME=FILE.npy for several inputs)");
     input = model.inputs[0].name;
     data = npy::Dataset::open(shards.patterns);
-    const graph::DType dt = graph_dtype(data.dtype(), data.files().front().file);
+    const graph::DType dt = graph_dtype_of(data.dtype(), data.files().front().file);
     const graph::ValueInfo& decl = *model.find_value(input);
     if (decl.dtype != graph::DType::undefined && decl.dtype != dt)
       quantkit::detail::fail("--calib-shards: file '", data.files().front().file, "' holds ", graph::to_string(dt),
@@ -209,7 +196,7 @@ std::optional<ptq::QuantizedModel> run_shards(World& world, const graph::Graph& 
   const std::pair<std::int64_t, std::int64_t> rows_of_rank = data.shard(world.rank, world.ranks, 2);
   const std::int64_t begin = rows_of_rank.first, end = rows_of_rank.second;  // (lambdas capture them)
   const Dims sample = data.sample_shape();
-  const graph::DType dt = graph_dtype(data.dtype(), data.files().front().file);
+  const graph::DType dt = graph_dtype_of(data.dtype(), data.files().front().file);
   const auto t0 = Clock::now();
   RateProgress bar(world.mpi ? "calibrating (rank 0 of " + std::to_string(world.ranks) + ")" : "calibrating",
                    world.rank == 0 && (o.progress || stderr_is_terminal()));

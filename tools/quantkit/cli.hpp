@@ -17,6 +17,7 @@
 
 #include "quantkit/error.hpp"
 #include "quantkit/graph/graph.hpp"
+#include "quantkit/io/npy.hpp"
 #include "quantkit/observer/observer.hpp"
 #include "quantkit/ptq/config.hpp"
 
@@ -160,8 +161,10 @@ ptq::QuantizedModel calibrate_auto_mixed(const graph::Graph& model, const QuantO
                                          AutoMixedReport& report, std::int64_t* samples = nullptr);
 
 // ---------------------------------------------------------------------------------------------
-// Data files (common.cpp): .npy as float32, int8, uint8, int32 or int64, C order.
+// Data files (common.cpp): .npy as float32, int8, uint8, int16, uint16, int32 or int64, C order.
 graph::Tensor read_npy(const std::string& path);
+// The graph element type of a .npy dtype; an error naming `file` for float64.
+graph::DType graph_dtype_of(npy::DType t, const std::string& file);
 // "X.npy" (the model's single input) or "NAME=X.npy"; element types and shapes are checked
 // against the model's declared inputs (errors name the option, the file and the input).
 TensorMap read_inputs(const std::string& option, const std::vector<std::string>& specs, const graph::Graph& model);

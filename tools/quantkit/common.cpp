@@ -336,21 +336,24 @@ void check_writable(const std::string& option, const std::string& path) {
 }
 
 // ---------------------------------------------------------------------------------------------
+graph::DType graph_dtype_of(npy::DType t, const std::string& file) {
+  switch (t) {
+    case npy::DType::f32: return graph::DType::float32;
+    case npy::DType::i8: return graph::DType::int8;
+    case npy::DType::u8: return graph::DType::uint8;
+    case npy::DType::i16: return graph::DType::int16;
+    case npy::DType::u16: return graph::DType::uint16;
+    case npy::DType::i32: return graph::DType::int32;
+    case npy::DType::i64: return graph::DType::int64;
+    case npy::DType::f64: break;
+  }
+  quantkit::detail::fail("file '", file, "': dtype ", npy::descr(t),
+                         "; expected float32, int8, uint8, int16, uint16, int32 or int64 (e.g. x.astype(numpy.float32))");
+}
+
 graph::Tensor read_npy(const std::string& path) {
   const npy::Array a = npy::load(path);
-  graph::DType t = graph::DType::undefined;
-  switch (a.dtype) {
-    case npy::DType::f32: t = graph::DType::float32; break;
-    case npy::DType::i8: t = graph::DType::int8; break;
-    case npy::DType::u8: t = graph::DType::uint8; break;
-    case npy::DType::i16: t = graph::DType::int16; break;
-    case npy::DType::u16: t = graph::DType::uint16; break;
-    case npy::DType::i32: t = graph::DType::int32; break;
-    case npy::DType::i64: t = graph::DType::int64; break;
-    default:
-      quantkit::detail::fail("file '", path, "': dtype ", npy::descr(a.dtype),
-                             "; expected float32, int8, uint8, int16, uint16, int32 or int64 (e.g. x.astype(numpy.float32))");
-  }
+  const graph::DType t = graph_dtype_of(a.dtype, path);
   graph::Tensor out(t, a.shape, path);
   if (!a.bytes.empty()) std::memcpy(out.raw(), a.bytes.data(), a.bytes.size());
   return out;

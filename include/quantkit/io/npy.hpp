@@ -1,5 +1,5 @@
 // NumPy .npy reading and writing (format versions 1.0-3.0; little-endian float32, float64,
-// int8, uint8, int16, int32, int64; C order). Every malformed file is an Error naming the file
+// int8, uint8, int16, uint16, int32, int64; C order). Every malformed file is an Error naming the file
 // and what was found; declared sizes are checked against the file size before allocating.
 // Writes go to a temporary file in the same folder, renamed into place when complete.
 #pragma once
@@ -121,7 +121,7 @@ inline Array parse(const std::vector<unsigned char>& data, const std::string& fi
     }
   }
   if (!found)
-    fail("file '", file, "': dtype ", d, "; expected little-endian float32, float64, int8, uint8, int16, int32 or int64");
+    fail("file '", file, "': dtype ", d, "; expected little-endian float32, float64, int8, uint8, int16, uint16, int32 or int64");
   if (detail::header_value(header, "fortran_order", file).find("False") == std::string::npos)
     fail("file '", file, "': Fortran-order array; expected C order (numpy.ascontiguousarray)");
   const std::string shape = detail::header_value(header, "shape", file);

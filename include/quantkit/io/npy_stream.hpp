@@ -125,7 +125,7 @@ inline Header read_header(const std::string& path) {
   }
   if (!found)
     quantkit::detail::fail("file '", path, "': dtype ", d,
-                           "; expected little-endian float32, float64, int8, uint8, int16, int32 or int64");
+                           "; expected little-endian float32, float64, int8, uint8, int16, uint16, int32 or int64");
   if (npy::detail::header_value(text, "fortran_order", path).find("False") == std::string::npos)
     quantkit::detail::fail("file '", path, "': Fortran-order array; expected C order (numpy.ascontiguousarray)");
   const std::string shape_text = npy::detail::header_value(text, "shape", path);

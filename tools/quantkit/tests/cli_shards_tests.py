@@ -124,7 +124,9 @@ def case_shards(c):
     write_npy(os.path.join(bad, "c.npy"), "<f8", [2, 1, 8, 8], [0.5] * 128)
     write_npy(os.path.join(bad, "w.npy"), "<f4", [2, 1, 9, 9], [0.5] * 162)
     write_npy(os.path.join(bad, "e.npy"), "<f4", [0, 1, 8, 8], [])
-    a, b, cc, w, e = (os.path.join(bad, n + ".npy") for n in "abcwe")
+    write_npy(os.path.join(bad, "h.npy"), "<i2", [2, 1, 8, 8], [-3] * 128)
+    write_npy(os.path.join(bad, "u.npy"), "<u2", [2, 1, 8, 8], [60000] * 128)
+    a, b, cc, w, e, h, u = (os.path.join(bad, n + ".npy") for n in "abcwehu")
     out = c.path("never.onnx")
     cases = [
         (["--calib-shards", c.path("nothing-*.npy")], 1,
@@ -135,6 +137,11 @@ def case_shards(c):
         (["--calib-shards", a, "--calib-shards", cc], 1, [f"file '{cc}'", "<f8", "[1, 8, 8] <f4"]),
         (["--calib-shards", w], 1, [f"file '{w}' has samples of shape [1, 9, 9]", "input 'input' expects"]),
         (["--calib-shards", e], 1, ["hold no sample", "expected at least one sample"]),
+        # 16-bit samples are read like the other integer types: the model's float input refuses them
+        (["--calib-shards", h], 1, [f"file '{h}' holds int16", "input 'input' expects float32"]),
+        (["--calib-shards", u], 1, [f"file '{u}' holds uint16", "input 'input' expects float32"]),
+        (["--calib-shards", cc], 1, [f"file '{cc}': dtype <f8",
+                                     "expected float32, int8, uint8, int16, uint16, int32 or int64"]),
         (["--calib-shards", a, "--calib", c.calib], 2, ["--calib and --calib-shards both given"]),
         (["--calib-shards", a, "--bias-correction"], 2, ["--bias-correction needs the calibration data", "--calib"]),
         (["--calib", c.calib, "--calib-state", c.path("s.json")], 2, ["--calib-state", "expected --calib-shards"]),
