@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +31,38 @@ void for_each_target(const char* what, F&& f) {
   }
   std::printf("[simd] %-34s targets: %s\n", what, names.c_str());
   std::fflush(stdout);
+}
+
+// normal(n, sd): n samples of N(0, sd^2), from one generator.
+struct NormalSamples {
+  std::mt19937 rng;
+  std::vector<float> operator()(std::size_t n, float sd) {
+    std::normal_distribution<float> nd(0.0f, sd);
+    std::vector<float> v(n);
+    for (auto& x : v) x = nd(rng);
+    return v;
+  }
+};
+
+// Observes v with `fused` (the SIMD one-pass reductions) and with `plain` (the plain loops
+// only); both must fail alike, or not at all.
+template <class Observer>
+void observe_fused_and_plain(Observer& fused, Observer& plain, const qk::View<const float>& v) {
+  std::string e1, e2;
+  qk::detail::kernels::plain_reductions_only() = false;
+  try {
+    fused.observe(v);
+  } catch (const qk::Error& e) {
+    e1 = e.what();
+  }
+  qk::detail::kernels::plain_reductions_only() = true;
+  try {
+    plain.observe(v);
+  } catch (const qk::Error& e) {
+    e2 = e.what();
+  }
+  qk::detail::kernels::plain_reductions_only() = false;
+  CHECK(e1 == e2);
 }
 
 std::set<std::string> target_names() {
@@ -377,13 +410,7 @@ TEST_CASE("simd: Quantizer routes quantize/dequantize/fake_quantize/quantize_pac
 TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on every target") {
   using simd_test::bits_of;
   using simd_test::kInf;
-  std::mt19937 rng(11);
-  auto normal = [&](std::size_t n, float sd) {
-    std::normal_distribution<float> nd(0.0f, sd);
-    std::vector<float> v(n);
-    for (auto& x : v) x = nd(rng);
-    return v;
-  };
+  NormalSamples normal{std::mt19937(11)};
   std::vector<std::vector<float>> batches;
   batches.push_back(normal(100003, 1.0f));  // first: init
   batches.push_back(normal(100003, 0.8f));  // inside: one pass
@@ -423,21 +450,7 @@ TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on ever
           }
           const qk::View<const float> v(b.data(), qk::Dims{static_cast<std::int64_t>(b.size())}, "x");
           CAPTURE(bi);
-          std::string e1, e2;
-          qk::detail::kernels::plain_reductions_only() = false;
-          try {
-            fused.observe(v);
-          } catch (const qk::Error& e) {
-            e1 = e.what();
-          }
-          qk::detail::kernels::plain_reductions_only() = true;
-          try {
-            plain.observe(v);
-          } catch (const qk::Error& e) {
-            e2 = e.what();
-          }
-          qk::detail::kernels::plain_reductions_only() = false;
-          CHECK(e1 == e2);
+          observe_fused_and_plain(fused, plain, v);
           const auto& s1 = fused.state();
           const auto& s2 = plain.state();
           REQUIRE(s1.size() == s2.size());
@@ -463,13 +476,7 @@ TEST_CASE("HistogramObserver: the one-pass observe equals the two passes on ever
 TEST_CASE("KlObserver: the one-pass observe equals the two passes on every target") {
   using simd_test::bits_of;
   using simd_test::kInf;
-  std::mt19937 rng(13);
-  auto normal = [&](std::size_t n, float sd) {
-    std::normal_distribution<float> nd(0.0f, sd);
-    std::vector<float> v(n);
-    for (auto& x : v) x = nd(rng);
-    return v;
-  };
+  NormalSamples normal{std::mt19937(13)};
   std::vector<std::vector<float>> batches;
   batches.push_back(normal(100003, 1.0f));  // first: init
   batches.push_back(normal(100003, 0.8f));  // inside: one pass
@@ -506,21 +513,7 @@ TEST_CASE("KlObserver: the one-pass observe equals the two passes on every targe
         }
         const qk::View<const float> v(b.data(), qk::Dims{static_cast<std::int64_t>(b.size())}, "x");
         CAPTURE(bi);
-        std::string e1, e2;
-        qk::detail::kernels::plain_reductions_only() = false;
-        try {
-          fused.observe(v);
-        } catch (const qk::Error& e) {
-          e1 = e.what();
-        }
-        qk::detail::kernels::plain_reductions_only() = true;
-        try {
-          plain.observe(v);
-        } catch (const qk::Error& e) {
-          e2 = e.what();
-        }
-        qk::detail::kernels::plain_reductions_only() = false;
-        CHECK(e1 == e2);
+        observe_fused_and_plain(fused, plain, v);
         const auto& s1 = fused.state();
         const auto& s2 = plain.state();
         REQUIRE(s1.size() == s2.size());
@@ -539,13 +532,7 @@ TEST_CASE("KlObserver: the one-pass observe equals the two passes on every targe
 // runs) against the plain loops, on every target: per tensor and per channel, non-finite values
 // skipped or not, ranges that grow (regrid) and batches below the SIMD threshold.
 TEST_CASE("KlObserver: the SIMD grid histogram equals the plain loops on every target") {
-  std::mt19937 rng(5);
-  auto normal = [&](std::size_t n, float sd) {
-    std::normal_distribution<float> nd(0.0f, sd);
-    std::vector<float> v(n);
-    for (auto& x : v) x = nd(rng);
-    return v;
-  };
+  NormalSamples normal{std::mt19937(5)};
   std::vector<std::vector<float>> batches = {normal(100000, 1.0f), normal(70000, 3.0f), normal(40, 0.5f),
                                              normal(65536 * 2 + 3, 0.01f)};
   batches.push_back(normal(20000, 2.0f));

@@ -2399,6 +2399,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <hwy/cache_control.h>
@@ -2966,21 +2967,16 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
       for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
       skipped += std::size_t{h0[a.bins]} + h1[a.bins];
     };
-    if (a.minmax != nullptr) {
+    // with the min/max step in the same pass or without (one block loop for each)
+    const auto count = [&](auto min_max) HWY_ATTR {
       auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
         const V v = hn::LoadU(d, p);
-        const auto b = GridBins(d, v, inv_width, base, bins);
-        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
-        FiniteMinMaxStep(d, v, vmin, vmax, nonfinite);
+        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, GridBins(d, v, inv_width, base, bins))), d16, out);
+        if constexpr (decltype(min_max)::value) FiniteMinMaxStep(d, v, vmin, vmax, nonfinite);
       };
-      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
-    } else {
-      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
-        const auto b = GridBins(d, hn::LoadU(d, p), inv_width, base, bins);
-        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, b)), d16, out);
-      };
-      i = CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
-    }
+      return CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
+    };
+    i = a.minmax != nullptr ? count(std::true_type{}) : count(std::false_type{});
   }
   if (a.minmax != nullptr) FinishMinMax(d, vmin, vmax, nonfinite, i, a.x, a.n, *a.minmax);
   HWY_ALIGN std::uint32_t idx[kMaxLanes<std::uint32_t>];
