@@ -1221,6 +1221,16 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
+// Elements before p reaches a multiple of `block` bytes, where non-temporal block stores can
+// start; SIZE_MAX when it never does (p not aligned to its element size).
+template <class T>
+HWY_INLINE std::size_t ElementsToAlignment(const T* p, std::size_t block) {
+  const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(p) % block;
+  if (misaligned == 0) return 0;
+  if ((block - misaligned) % sizeof(T) != 0) return ~std::size_t{0};
+  return (block - misaligned) / sizeof(T);
+}
+
 // Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
 // saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
 // store (instead of four demotions and four partial stores).
@@ -2150,10 +2160,8 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
       // Non-temporal stores need aligned addresses: the head up to the first one goes the
       // ordinary way.
       const std::size_t block = 4 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(Out);
-      const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % block;
-      std::size_t head = misaligned == 0 ? 0 : (block - misaligned) / sizeof(Out);
-      if ((block - misaligned) % sizeof(Out) != 0) head = n;  // never aligned: no streaming
-      if (head > n) head = n;
+      std::size_t head = ElementsToAlignment(q, block);
+      if (head > n) head = n;  // (never aligned: no streaming)
       QuantizeLoop<Out, Round, kDivide, false>(a, x, q, head, pf, pz, ps, nullptr);
       const std::size_t i = head + QuantizeBlocks4<Out, Round, kDivide, true>(
                                        a, x + head, q + head, n - head, pf[0], pz[0], ps ? ps[0] : 1.0f);
@@ -3450,11 +3458,10 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
     // Non-temporal stores need aligned addresses: one ordinary block first, then aligned
     // blocks from the first aligned address in it (rewriting the overlap with the same values;
     // q and x do not alias). RequantizeWith fences once at the end.
-    const std::size_t bytes = 4 * N * sizeof(Out);
-    const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % bytes;
-    if (misaligned != 0) {
+    const std::size_t head = ElementsToAlignment(q, 4 * N * sizeof(Out));  // < 4 N: q is Out-aligned
+    if (head != 0) {
       block(0, std::false_type());
-      i = (bytes - misaligned) / sizeof(Out);  // q is Out-aligned: whole elements
+      i = head;
     }
     for (; i + 4 * N <= n; i += 4 * N) block(i, std::true_type());
     return i;

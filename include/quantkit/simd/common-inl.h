@@ -204,6 +204,16 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
+// Elements before p reaches a multiple of `block` bytes, where non-temporal block stores can
+// start; SIZE_MAX when it never does (p not aligned to its element size).
+template <class T>
+HWY_INLINE std::size_t ElementsToAlignment(const T* p, std::size_t block) {
+  const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(p) % block;
+  if (misaligned == 0) return 0;
+  if ((block - misaligned) % sizeof(T) != 0) return ~std::size_t{0};
+  return (block - misaligned) / sizeof(T);
+}
+
 // Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
 // saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
 // store (instead of four demotions and four partial stores).

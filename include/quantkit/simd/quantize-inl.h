@@ -283,10 +283,8 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
       // Non-temporal stores need aligned addresses: the head up to the first one goes the
       // ordinary way.
       const std::size_t block = 4 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(Out);
-      const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % block;
-      std::size_t head = misaligned == 0 ? 0 : (block - misaligned) / sizeof(Out);
-      if ((block - misaligned) % sizeof(Out) != 0) head = n;  // never aligned: no streaming
-      if (head > n) head = n;
+      std::size_t head = ElementsToAlignment(q, block);
+      if (head > n) head = n;  // (never aligned: no streaming)
       QuantizeLoop<Out, Round, kDivide, false>(a, x, q, head, pf, pz, ps, nullptr);
       const std::size_t i = head + QuantizeBlocks4<Out, Round, kDivide, true>(
                                        a, x + head, q + head, n - head, pf[0], pz[0], ps ? ps[0] : 1.0f);

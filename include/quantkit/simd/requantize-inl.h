@@ -334,11 +334,10 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
     // Non-temporal stores need aligned addresses: one ordinary block first, then aligned
     // blocks from the first aligned address in it (rewriting the overlap with the same values;
     // q and x do not alias). RequantizeWith fences once at the end.
-    const std::size_t bytes = 4 * N * sizeof(Out);
-    const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(q) % bytes;
-    if (misaligned != 0) {
+    const std::size_t head = ElementsToAlignment(q, 4 * N * sizeof(Out));  // < 4 N: q is Out-aligned
+    if (head != 0) {
       block(0, std::false_type());
-      i = (bytes - misaligned) / sizeof(Out);  // q is Out-aligned: whole elements
+      i = head;
     }
     for (; i + 4 * N <= n; i += 4 * N) block(i, std::true_type());
     return i;
