@@ -3465,7 +3465,7 @@ struct FixedPointFast {
 };
 
 // One vector of the fast path (see FixedPointFast): the run's constants in registers.
-template <class DI, bool kClamp>
+template <class DI, bool kClamp, int kSide = 0>
 struct FixedPointStep {
   using V = hn::Vec<DI>;
   using VW = hn::Vec<Wide<DI>>;
@@ -3482,7 +3482,10 @@ struct FixedPointStep {
         nudge(hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), f.nudge))),
         right(f.right) {}
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
-    const V g = MulHighRoundedBroadcast(di, hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), vq, nudge);
+    // kSide 1: bias >= 0, xlo == INT32_MIN; kSide 2: bias < 0, xhi == INT32_MAX
+    const V v = hn::LoadU(di, p);
+    const V xc = kSide == 1 ? hn::Min(v, xhi) : kSide == 2 ? hn::Max(v, xlo) : hn::Min(hn::Max(v, xlo), xhi);
+    const V g = MulHighRoundedBroadcast(di, xc, vq, nudge);
     const V r = hn::ShiftRightSame(hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, hn::Set(di, 1)), g), right);
     if constexpr (kClamp) {
       return hn::Min(hn::Max(r, lo), hi);
@@ -3674,16 +3677,23 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
       RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
       continue;
     }
-    const FixedPointStep<decltype(di), kClamp> step(di, f, out_lo, out_hi);
-    std::size_t i = 0;
-    do {  // whole >= 4 N (RequantizeRows)
-      const V r0 = step(di, x + i);
-      const V r1 = step(di, x + i + N);
-      const V r2 = step(di, x + i + 2 * N);
-      const V r3 = step(di, x + i + 3 * N);
-      StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
-      i += 4 * N;
-    } while (i < whole);
+    const auto blocks = [&](auto side) {
+      const FixedPointStep<decltype(di), kClamp, decltype(side)::value> step(di, f, out_lo, out_hi);
+      std::size_t i = 0;
+      do {  // whole >= 4 N (RequantizeRows)
+        const V r0 = step(di, x + i);
+        const V r1 = step(di, x + i + N);
+        const V r2 = step(di, x + i + 2 * N);
+        const V r3 = step(di, x + i + 3 * N);
+        StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
+        i += 4 * N;
+      } while (i < whole);
+    };
+    if (kb[at] < 0) {
+      blocks(std::integral_constant<int, 2>());
+    } else {
+      blocks(std::integral_constant<int, 1>());
+    }
     if (whole < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + whole, q + whole, n - whole, at);
   }
 }
