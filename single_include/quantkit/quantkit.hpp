@@ -5949,6 +5949,24 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       covered = detail::requant_constants<Scheme>(p.constants[0], kc, &kfc);
       for (int s = 0; s < kSlots; ++s) std::fill(kp[s], kp[s] + count, kc[s]);
       if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
+    } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
+      // requant_constants' left / right as a loop the compiler vectorizes: every channel
+      // has (left | right) <= 31 iff their OR does (all >= 0)
+      const typename Scheme::Constants* const pc = p.constants.data();
+      std::int32_t* const kq = kp[0];
+      std::int32_t* const kl = kp[1];
+      std::int32_t* const kr = kp[2];
+      int shifts = 0;
+      for (std::size_t c = 0; c < count; ++c) {
+        const int shift = pc[c].shift;
+        const int left = shift > 0 ? shift : 0;
+        const int right = shift < 0 ? -shift : 0;
+        kq[c] = pc[c].multiplier;
+        kl[c] = left;
+        kr[c] = right;
+        shifts |= left | right;
+      }
+      covered = shifts <= 31;
     } else {
       const typename Scheme::Constants* const pc = p.constants.data();
       for (std::size_t c = 0; c < count; ++c) {
