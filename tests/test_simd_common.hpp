@@ -560,6 +560,56 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
   }
 }
 
+// Fixed point per channel, short rows (the kernels' per-channel row loop): neighbouring
+// channels alternate between constants the fast path takes and ones it does not (a left
+// shift, right shift 0, q == INT32_MIN, |q| + c past int32 with the zero point), biases at the
+// extremes, row lengths around 1, N, 4 N and 8 N lanes of every target (N <= 16) and 0, the
+// output range (no clamp) and a ReLU / narrow clamp, channels on the first, middle and last
+// axis.
+template <class Out>
+void check_requantize_fixed_rows(const qks::Kernels* k) {
+  using Scheme = qk::FixedPointDoubleRounding;
+  using QM = qk::ref::QuantizedMultiplier;
+  const std::vector<QM> constants = {
+      QM{1518500250, -7}, QM{1234567, 3},      QM{1 << 30, -1},         QM{1 << 30, 0},
+      QM{kI32Max - 64, -7}, QM{kI32Min, -4},  QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1},
+      QM{987654321, -31}};
+  const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5};
+  const qk::IntRange out = range_of<Out>();
+  std::vector<std::int32_t> acc = accumulators(9 * 2 * 200, 313);
+  const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Max, kI32Max - 1, -1, 0, 1, -(1 << 30), 1 << 30};
+  for (std::size_t i = 0; i < acc.size(); i += 5) acc[i] = edges[(i / 5) % (sizeof(edges) / sizeof(edges[0]))];
+  for (std::int64_t len : {0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200}) {
+    for (int layout = 0; layout < 3; ++layout) {
+      // 9 channels: {9, len} axis 0, {2, 9, len} axis 1, {len, 9} axis 1 (per element)
+      const qk::Dims shape = layout == 0 ? qk::Dims{9, len} : layout == 1 ? qk::Dims{2, 9, len} : qk::Dims{len, 9};
+      const int axis = layout == 0 ? 0 : 1;
+      for (int variant = 0; variant < 4; ++variant) {
+        qk::RequantParams<Scheme> p;
+        for (std::size_t c = 0; c < 9; ++c) {
+          p.constants.push_back(constants[(c + static_cast<std::size_t>(variant)) % constants.size()]);
+          p.bias.push_back(biases[(c + 2 * static_cast<std::size_t>(variant)) % biases.size()]);
+        }
+        if (variant == 3) p.constants.assign(9, QM{1518500250, -7});  // every channel fast
+        p.output_zero_point = variant % 2 == 0 ? 0 : (out.qmin < 0 ? 3 : 9);
+        p.clamp_min = variant < 2 ? out.qmin : p.output_zero_point;  // ReLU
+        p.clamp_max = variant < 2 ? out.qmax : std::min(out.qmax, p.output_zero_point + 50);
+        p.channel_axis = axis;
+        const auto m = static_cast<std::size_t>(shape.product());
+        const qk::View<const std::int32_t> a(acc.data(), shape);
+        std::vector<Out> want(m), got(m);
+        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+        qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+        CAPTURE(shape.to_string());
+        CAPTURE(axis);
+        CAPTURE(variant);
+        QK_CHECK_SAME(got, want, acc);
+        CHECK(got == want);  // counted
+      }
+    }
+  }
+}
+
 // Large enough to stream (non-temporal stores past stream_threshold_bytes, from the first
 // aligned block of a misaligned output), per tensor with the whole output range (no clamp)
 // and per channel with a ReLU clamp, for the fixed-point fast path.
@@ -629,6 +679,7 @@ void check_requantize_all(const qks::Kernels* k) {
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   check_requantize_fixed_edges<Out>(k);
+  check_requantize_fixed_rows<Out>(k);
   if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value)
     check_requantize_streaming<Out>(k);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);

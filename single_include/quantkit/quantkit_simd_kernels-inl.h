@@ -892,8 +892,8 @@ struct DequantizeArgs {
 // Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):
 //   float_multiplier  kf = multiplier
 //   power_of_two      k0 = shift, k1 = 2^shift - 1, k2 = shift ? 2^(shift-1) : 1
-//   fixed_point       k0 = q, k1 = left, k2 = right, k3 = 2^right - 1, k4 = k3 >> 1,
-//                     k5 = INT32_MIN >> left, k6 = INT32_MAX >> left
+//   fixed_point       k0 = q, k1 = left, k2 = right (the kernels derive 2^right - 1 and
+//                     the saturation bounds INT32_MIN >> left, INT32_MAX >> left)
 //   fixed_point_single k0 = q, k1 = 30 - shift (the first of two right shifts)
 //   single_shift      k0 = min(shift, 31)
 //   double_shift      k0 = shift1, k1 = shift2, k2 = 2^(shift2 - 1)
@@ -1195,13 +1195,17 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
   if (!runs.staging && plan.rank >= 2 &&
       plan.inner == InnerParams::constant && plan.in_stride[last] == 1 &&
       plan.out_stride[last] == 1 && plan.param_div[last - 1] == 1 && plan.shape[last] > 0) {
-    Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
-    outer.rank = plan.rank - 1;
     const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last - 1]);
     const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan.out_stride[last - 1]);
     const auto count = static_cast<std::size_t>(plan.shape[last - 1]);
     const auto n = static_cast<std::size_t>(plan.shape[last]);
     const std::int64_t dat = plan.param_stride[last - 1];
+    if (plan.rank == 2) {  // one matrix (the common per-channel case): no walk of `outer`
+      ConstantRuns(runs, x, sx, q, sq, count, n, 0, dat);
+      return;
+    }
+    Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
+    outer.rank = plan.rank - 1;
     ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
       ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
@@ -3209,9 +3213,10 @@ HWY_INLINE V SaturatingAdd32(DI di, V a, V b) {
 // are exactly where the saturating sum reaches INT32_MIN / INT32_MAX.
 struct BiasClamp {
   std::int32_t lo, hi;
+  // INT32_MIN - min(bias, 0) and INT32_MAX - max(bias, 0): no overflow, and selects rather
+  // than branches (per-channel rows make one per row)
   explicit BiasClamp(std::int32_t bias)
-      : lo(bias < 0 ? static_cast<std::int32_t>(std::int64_t{kI32Min} - bias) : kI32Min),
-        hi(bias > 0 ? static_cast<std::int32_t>(std::int64_t{kI32Max} - bias) : kI32Max) {}
+      : lo(kI32Min - (bias < 0 ? bias : 0)), hi(kI32Max - (bias > 0 ? bias : 0)) {}
 };
 
 // floor(t / 2^31) as int32 lanes for t = a * b + nudge (int64 per even / odd lane pair; the
@@ -3229,6 +3234,20 @@ HWY_INLINE V MulHighRounded(DI di, V a, V b, VW nudge) {
   return JoinLanes(di, hn::BitCast(dw, hn::ShiftRight<31>(te)), nudge);
 #else
   const auto to = hn::Add(hn::BitCast(du64, MulOddLanes(a, b)), un);
+  return hn::OddEven(hn::BitCast(di, hn::Add(to, to)), hn::BitCast(di, hn::ShiftRight<31>(te)));
+#endif
+}
+
+// MulHighRounded for b with every lane equal (Set): its odd lanes need no shuffle.
+template <class DI, class V, class VW>
+HWY_INLINE V MulHighRoundedBroadcast(DI di, V a, V b, VW nudge) {
+#if HWY_TARGET == HWY_SCALAR
+  return MulHighRounded(di, a, b, nudge);
+#else
+  const hn::RebindToUnsigned<Wide<DI>> du64;
+  const auto un = hn::BitCast(du64, nudge);
+  const auto te = hn::Add(hn::BitCast(du64, hn::MulEven(a, b)), un);
+  const auto to = hn::Add(hn::BitCast(du64, hn::MulEven(hn::Shuffle2301(a), b)), un);
   return hn::OddEven(hn::BitCast(di, hn::Add(to, to)), hn::BitCast(di, hn::ShiftRight<31>(te)));
 #endif
 }
@@ -3289,7 +3308,18 @@ struct RqPowerOfTwo {
 // SRDHM(a, b) = (a * b + 2^30) >> 31 (floor), except a == b == INT32_MIN -> INT32_MAX.
 struct RqFixedPointDouble {
   static constexpr int kSlots = 7;
+  static constexpr int kLoaded = 3;  // q, left, right (RequantizeArgs); the rest derived
   static constexpr bool kFloat = false;
+  // k3 = 2^right - 1, k4 = k3 >> 1, k5 = INT32_MIN >> left, k6 = INT32_MAX >> left (2^31 - 1
+  // for right == 31: the wrapping 1 << 31 minus one).
+  template <class DI, class V>
+  static HWY_INLINE void Derive(DI di, V* k) {
+    const V one = hn::Set(di, 1);
+    k[3] = hn::Sub(hn::operator<<(one, k[2]), one);
+    k[4] = hn::ShiftRight<1>(k[3]);
+    k[5] = hn::operator>>(hn::Set(di, kI32Min), k[1]);
+    k[6] = hn::operator>>(hn::Set(di, kI32Max), k[1]);
+  }
   template <class DI, class V, class VF>
   static HWY_INLINE V Apply(DI di, V x, const V* k, VF /*m*/) {
     const V qm = k[0];
@@ -3374,6 +3404,22 @@ struct RqDoubleShift {
 
 // ------------------------------ Driver
 
+// The slots of RequantizeArgs::k a scheme reads (kLoaded when it derives the rest: Derive).
+template <class Scheme, class = void>
+struct SchemeSlots {
+  static constexpr int kLoaded = Scheme::kSlots;
+  template <class DI, class V>
+  static HWY_INLINE void Derive(DI, V*) {}
+};
+template <class Scheme>
+struct SchemeSlots<Scheme, std::void_t<decltype(Scheme::kLoaded)>> {
+  static constexpr int kLoaded = Scheme::kLoaded;
+  template <class DI, class V>
+  static HWY_INLINE void Derive(DI di, V* k) {
+    Scheme::Derive(di, k);
+  }
+};
+
 template <class Out, class DI, class V>
 HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
   if constexpr (std::is_same<Out, std::int32_t>::value) {
@@ -3396,61 +3442,77 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
 // FixedPointFast checks that g - 1 .. g stay inside int32 for every |h| <= |q|. The result is
 // the final value before the clamp; when the clamp is the output type's whole range the
 // saturating demotion does it (kClamp false).
+// It also keeps the run's q and BiasClamp bounds: everything FixedPointStep needs.
 struct FixedPointFast {
   std::uint64_t nudge;
   std::int32_t c;
-  int right;
+  std::int32_t right;
+  std::int32_t q;
+  std::int32_t xlo, xhi;
   bool ok;
-  FixedPointFast(const RequantizeArgs& a, std::int64_t at) : nudge(0), c(0), right(0), ok(false) {
-    const std::int32_t qm = a.k[0][at];
-    const std::int32_t left = a.k[1][at];
-    right = a.k[2][at];
-    if (left != 0 || right < 1 || right > 31 || qm == kI32Min) return;
+  FixedPointFast(const RequantizeArgs& a, std::int64_t at)
+      : FixedPointFast(a.k[0][at], a.k[1][at], a.k[2][at], a.bias[at], a.zero_point) {}
+  // Few branches (per-channel rows construct one per row): the shift counts are masked to
+  // stay defined whatever the constants, and `ok` is the one decision.
+  FixedPointFast(std::int32_t qm, std::int32_t left, std::int32_t right_shift, std::int32_t bias,
+                 std::int32_t zero_point)
+      : nudge(0), c(0), right(right_shift), q(qm), xlo(BiasClamp(bias).lo), xhi(BiasClamp(bias).hi), ok(false) {
     const std::int64_t mag = qm < 0 ? -std::int64_t{qm} : std::int64_t{qm};
-    const std::int64_t c64 = (std::int64_t{1} << (right - 1)) + std::int64_t{a.zero_point} * (std::int64_t{1} << right);
-    if (c64 - mag - 1 < kI32Min || c64 + mag > kI32Max) return;
+    // 2^(right-1) + zp * 2^right = (2 zp + 1) * 2^(right-1)
+    const std::int64_t c64 = (2 * std::int64_t{zero_point} + 1) * (std::int64_t{1} << ((right - 1) & 31));
+    ok = (left == 0) & (static_cast<std::uint32_t>(right) - 1u <= 30u) & (qm != kI32Min) &
+         (c64 - mag - 1 >= kI32Min) & (c64 + mag <= kI32Max);
     c = static_cast<std::int32_t>(c64);
-    nudge = static_cast<std::uint64_t>(std::int64_t{a.bias[at]} * qm) + (std::uint64_t{1} << 30) +
+    nudge = static_cast<std::uint64_t>(std::int64_t{bias} * qm) + (std::uint64_t{1} << 30) +
             (static_cast<std::uint64_t>(c64) << 31);
-    ok = true;
+  }
+};
+
+// One vector of the fast path (see FixedPointFast): the run's constants in registers.
+template <class DI, bool kClamp, int kSide = 0>
+struct FixedPointStep {
+  using V = hn::Vec<DI>;
+  using VW = hn::Vec<Wide<DI>>;
+  V xlo, xhi, vq, c, lo, hi;
+  VW nudge;
+  int right;
+  HWY_INLINE FixedPointStep(DI di, const FixedPointFast& f, std::int32_t out_lo, std::int32_t out_hi)
+      : xlo(hn::Set(di, f.xlo)),
+        xhi(hn::Set(di, f.xhi)),
+        vq(hn::Set(di, f.q)),
+        c(hn::Set(di, f.c)),
+        lo(hn::Set(di, out_lo)),
+        hi(hn::Set(di, out_hi)),
+        nudge(hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), f.nudge))),
+        right(f.right) {}
+  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
+    // kSide 1: bias >= 0, xlo == INT32_MIN; kSide 2: bias < 0, xhi == INT32_MAX
+    const V v = hn::LoadU(di, p);
+    const V xc = kSide == 1 ? hn::Min(v, xhi) : kSide == 2 ? hn::Max(v, xlo) : hn::Min(hn::Max(v, xlo), xhi);
+    const V g = MulHighRoundedBroadcast(di, xc, vq, nudge);
+    const V r = hn::ShiftRightSame(hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, hn::Set(di, 1)), g), right);
+    if constexpr (kClamp) {
+      return hn::Min(hn::Max(r, lo), hi);
+    } else {
+      return r;
+    }
   }
 };
 
 template <class Out, bool kClamp>
 HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
                                          const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
-                                         std::size_t n, std::int64_t at) {
+                                         std::size_t n) {
   const hn::ScalableTag<std::int32_t> di;
-  const Wide<decltype(di)> dw;
   using V = hn::Vec<decltype(di)>;
   const std::size_t N = hn::Lanes(di);
-  const BiasClamp bc(a.bias[at]);
-  const V xlo = hn::Set(di, bc.lo);
-  const V xhi = hn::Set(di, bc.hi);
-  const V vq = hn::Set(di, a.k[0][at]);
-  const auto nudge = hn::BitCast(dw, hn::Set(hn::RebindToUnsigned<decltype(dw)>(), f.nudge));
-  const V c = hn::Set(di, f.c);
-  const V one = hn::Set(di, 1);
-  const int right = f.right;
-  const V lo = hn::Set(di, a.lo);
-  const V hi = hn::Set(di, a.hi);
-  const auto step = [&](const std::int32_t* p) {
-    const V g = MulHighRounded(di, hn::Min(hn::Max(hn::LoadU(di, p), xlo), xhi), vq, nudge);
-    const V r = hn::ShiftRightSame(hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, one), g), right);
-    if constexpr (kClamp) {
-      return hn::Min(hn::Max(r, lo), hi);
-    } else {
-      (void)lo;
-      (void)hi;
-      return r;
-    }
-  };
+  const FixedPointStep<decltype(di), kClamp> step(di, f, a.lo, a.hi);
   const V zero = hn::Zero(di);
   const auto block = [&](std::size_t i, auto stream) {
-    const V r0 = step(x + i);
-    const V r1 = step(x + i + N);
-    const V r2 = step(x + i + 2 * N);
-    const V r3 = step(x + i + 3 * N);
+    const V r0 = step(di, x + i);
+    const V r1 = step(di, x + i + N);
+    const V r2 = step(di, x + i + 2 * N);
+    const V r3 = step(di, x + i + 3 * N);
     StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, q + i);
   };
   std::size_t i = 0;
@@ -3481,8 +3543,8 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
     if (f.ok) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range
       if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
-        return FixedPointBlocks4<Out, false>(a, f, x, q, n, at);
-      return FixedPointBlocks4<Out, true>(a, f, x, q, n, at);
+        return FixedPointBlocks4<Out, false>(a, f, x, q, n);
+      return FixedPointBlocks4<Out, true>(a, f, x, q, n);
     }
   }
   const hn::ScalableTag<std::int32_t> di;
@@ -3491,8 +3553,10 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
   using VF = hn::Vec<decltype(df)>;
   const std::size_t N = hn::Lanes(di);
   constexpr int kSlots = Scheme::kSlots;
+  using Slots = SchemeSlots<Scheme>;
   V k[kSlots > 0 ? kSlots : 1];
-  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  for (int s = 0; s < Slots::kLoaded; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  Slots::Derive(di, k);
   const VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
   const BiasClamp bc(a.bias[at]);
   const V bias = hn::Set(di, a.bias[at]);
@@ -3526,8 +3590,10 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
   using VF = hn::Vec<decltype(df)>;
   const std::size_t N = hn::Lanes(di);
   constexpr int kSlots = Scheme::kSlots;
+  using Slots = SchemeSlots<Scheme>;
   V k[kSlots > 0 ? kSlots : 1];
-  for (int s = 0; s < kSlots; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  for (int s = 0; s < Slots::kLoaded; ++s) k[s] = hn::Set(di, a.k[s][at]);
+  Slots::Derive(di, k);
   VF m = Scheme::kFloat ? hn::Set(df, a.kf[at]) : hn::Zero(df);
   V bias = hn::Set(di, a.bias[at]);
   const V zp = hn::Set(di, a.zero_point);
@@ -3543,7 +3609,8 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
   }
   for (; i + N <= n; i += N) {
     if constexpr (kVec) {
-      for (int s = 0; s < kSlots; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
+      for (int s = 0; s < Slots::kLoaded; ++s) k[s] = hn::LoadU(di, a.k[s] + at + i);
+      Slots::Derive(di, k);
       if constexpr (Scheme::kFloat) m = hn::LoadU(df, a.kf + at + i);
       bias = hn::LoadU(di, a.bias + at + i);
     }
@@ -3560,10 +3627,11 @@ HWY_INLINE void RequantizeRunBody(const void* args, const std::int32_t* x, Out* 
   if constexpr (kVec) {
     const std::int64_t t = at + static_cast<std::int64_t>(i);
     HWY_ALIGN std::int32_t kb[kMaxLanes<std::int32_t>];
-    for (int s = 0; s < kSlots; ++s) {
+    for (int s = 0; s < Slots::kLoaded; ++s) {
       for (std::size_t l = 0; l < N; ++l) kb[l] = a.k[s][t + static_cast<std::int64_t>(l < rem ? l : 0)];
       k[s] = hn::Load(di, kb);
     }
+    Slots::Derive(di, k);
     if constexpr (Scheme::kFloat) {
       HWY_ALIGN float fb[kMaxLanes<float>];
       for (std::size_t l = 0; l < N; ++l) fb[l] = a.kf[t + static_cast<std::int64_t>(l < rem ? l : 0)];
@@ -3586,6 +3654,53 @@ HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q,
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
+// Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
+// loop (the call's constants stay in registers; a table of the rows' constants made first
+// measured slower); rows the fast path does not take, and what a row's blocks leave, go out
+// of line.
+template <class Out, bool kClamp>
+HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                                 std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                                 std::int64_t dat) {
+  const hn::ScalableTag<std::int32_t> di;
+  using V = hn::Vec<decltype(di)>;
+  const std::size_t N = hn::Lanes(di);
+  const std::size_t whole = n - n % (4 * N);
+  const std::int32_t* HWY_RESTRICT kq = a.k[0];
+  const std::int32_t* HWY_RESTRICT kl = a.k[1];
+  const std::int32_t* HWY_RESTRICT kr = a.k[2];
+  const std::int32_t* HWY_RESTRICT kb = a.bias;
+  const std::int32_t zp = a.zero_point;
+  const std::int32_t out_lo = a.lo;
+  const std::int32_t out_hi = a.hi;
+  const V zero = hn::Zero(di);
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+    const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
+    if (!f.ok) {
+      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
+      continue;
+    }
+    const auto blocks = [&](auto side) {
+      const FixedPointStep<decltype(di), kClamp, decltype(side)::value> step(di, f, out_lo, out_hi);
+      std::size_t i = 0;
+      do {  // whole >= 4 N (RequantizeRows)
+        const V r0 = step(di, x + i);
+        const V r1 = step(di, x + i + N);
+        const V r2 = step(di, x + i + 2 * N);
+        const V r3 = step(di, x + i + 3 * N);
+        StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
+        i += 4 * N;
+      } while (i < whole);
+    };
+    if (kb[at] < 0) {
+      blocks(std::integral_constant<int, 2>());
+    } else {
+      blocks(std::integral_constant<int, 1>());
+    }
+    if (whole < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + whole, q + whole, n - whole, at);
+  }
+}
+
 // Short rows with constant parameters (per-channel rows of small images): one call for all,
 // a lean loop of whole 4-vector blocks per row; the rest of a row goes out of line.
 template <class Out, class Scheme>
@@ -3593,6 +3708,14 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
   const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
+  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
+    if (blocks && !a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<std::int32_t>())) {
+      // the saturating demotion (StoreQuantized4) clamps to the output type's range
+      if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
+        return FixedPointRows<Out, false>(a, x, sx, q, sq, count, n, at, dat);
+      return FixedPointRows<Out, true>(a, x, sx, q, sq, count, n, at, dat);
+    }
+  }
   for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
     const std::size_t i = blocks ? RequantizeBlocks4<Out, Scheme>(a, x, q, n, at) : 0;
     if (i < n) RequantizeRun<Out, Scheme, false>(args, x + i, q + i, n - i, at);

@@ -146,8 +146,8 @@ struct DequantizeArgs {
 // Per-channel constants of a requantization scheme, prepared by the front end (api.hpp):
 //   float_multiplier  kf = multiplier
 //   power_of_two      k0 = shift, k1 = 2^shift - 1, k2 = shift ? 2^(shift-1) : 1
-//   fixed_point       k0 = q, k1 = left, k2 = right, k3 = 2^right - 1, k4 = k3 >> 1,
-//                     k5 = INT32_MIN >> left, k6 = INT32_MAX >> left
+//   fixed_point       k0 = q, k1 = left, k2 = right (the kernels derive 2^right - 1 and
+//                     the saturation bounds INT32_MIN >> left, INT32_MAX >> left)
 //   fixed_point_single k0 = q, k1 = 30 - shift (the first of two right shifts)
 //   single_shift      k0 = min(shift, 31)
 //   double_shift      k0 = shift1, k1 = shift2, k2 = 2^(shift2 - 1)

@@ -510,18 +510,13 @@ bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, flo
   } else if constexpr (s == RequantScheme::fixed_point) {
     // Branch-free (per-channel shifts vary; this runs per channel on every call): the
     // validity is computed, the shift counts masked to stay defined either way.
+    // The kernels derive the masks and saturation bounds from left and right.
     const int left = std::max(c.shift, 0);
     const int right = std::max(-c.shift, 0);
-    const bool ok = (left | right) <= 31;
-    const std::int64_t mask = (std::int64_t{1} << (right & 31)) - 1;
     k[0] = c.multiplier;
     k[1] = left;
     k[2] = right;
-    k[3] = static_cast<std::int32_t>(mask);
-    k[4] = static_cast<std::int32_t>(mask >> 1);
-    k[5] = std::numeric_limits<std::int32_t>::min() >> (left & 31);
-    k[6] = std::numeric_limits<std::int32_t>::max() >> (left & 31);
-    return ok;
+    return (left | right) <= 31;
   } else if constexpr (s == RequantScheme::fixed_point_single) {
     if (c.shift < -31 || c.shift > 30) return false;
     k[0] = c.multiplier;
@@ -545,7 +540,7 @@ constexpr int requant_slots(RequantScheme s) {
   switch (s) {
     case RequantScheme::float_multiplier: return 0;
     case RequantScheme::power_of_two: return 3;
-    case RequantScheme::fixed_point: return 7;
+    case RequantScheme::fixed_point: return 3;
     case RequantScheme::fixed_point_single: return 2;
     case RequantScheme::single_shift: return 1;
     case RequantScheme::double_shift: return 3;
@@ -617,14 +612,42 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     std::int32_t* kp[7];
     for (int s = 0; s < 7; ++s) kp[s] = k[s].data();
     float* const kfp = kf.data();
-    const bool shared = p.constants.size() == 1;
-    std::int32_t kc[7] = {};
-    float kfc = 0.0f;
+    // kf only for the float scheme (the others never read it)
+    constexpr bool kFloat = Scheme::scheme == RequantScheme::float_multiplier;
     bool covered = true;  // checked after the loop: no branch per channel
-    for (std::size_t c = 0; c < count; ++c) {
-      if (c == 0 || !shared) covered &= detail::requant_constants<Scheme>(p.constants[shared ? 0 : c], kc, &kfc);
-      for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
-      kfp[c] = kfc;
+    if (p.constants.size() == 1) {
+      std::int32_t kc[7] = {};
+      float kfc = 0.0f;
+      covered = detail::requant_constants<Scheme>(p.constants[0], kc, &kfc);
+      for (int s = 0; s < kSlots; ++s) std::fill(kp[s], kp[s] + count, kc[s]);
+      if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
+    } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
+      // requant_constants' left / right as a loop the compiler vectorizes: every channel
+      // has (left | right) <= 31 iff their OR does (all >= 0)
+      const typename Scheme::Constants* const pc = p.constants.data();
+      std::int32_t* const kq = kp[0];
+      std::int32_t* const kl = kp[1];
+      std::int32_t* const kr = kp[2];
+      int shifts = 0;
+      for (std::size_t c = 0; c < count; ++c) {
+        const int shift = pc[c].shift;
+        const int left = shift > 0 ? shift : 0;
+        const int right = shift < 0 ? -shift : 0;
+        kq[c] = pc[c].multiplier;
+        kl[c] = left;
+        kr[c] = right;
+        shifts |= left | right;
+      }
+      covered = shifts <= 31;
+    } else {
+      const typename Scheme::Constants* const pc = p.constants.data();
+      for (std::size_t c = 0; c < count; ++c) {
+        std::int32_t kc[7] = {};
+        float kfc = 0.0f;
+        covered &= detail::requant_constants<Scheme>(pc[c], kc, &kfc);
+        for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
+        if constexpr (kFloat) kfp[c] = kfc;
+      }
     }
     if (!covered) {
       ref::requantize(acc, p, out, layer);

@@ -178,13 +178,17 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
   if (!runs.staging && plan.rank >= 2 &&
       plan.inner == InnerParams::constant && plan.in_stride[last] == 1 &&
       plan.out_stride[last] == 1 && plan.param_div[last - 1] == 1 && plan.shape[last] > 0) {
-    Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
-    outer.rank = plan.rank - 1;
     const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last - 1]);
     const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan.out_stride[last - 1]);
     const auto count = static_cast<std::size_t>(plan.shape[last - 1]);
     const auto n = static_cast<std::size_t>(plan.shape[last]);
     const std::int64_t dat = plan.param_stride[last - 1];
+    if (plan.rank == 2) {  // one matrix (the common per-channel case): no walk of `outer`
+      ConstantRuns(runs, x, sx, q, sq, count, n, 0, dat);
+      return;
+    }
+    Plan outer = plan;  // the rows of `outer` are the matrices' columns of rows
+    outer.rank = plan.rank - 1;
     ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
       ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
