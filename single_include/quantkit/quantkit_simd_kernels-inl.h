@@ -3499,14 +3499,15 @@ struct FixedPointStep {
   }
 };
 
-template <class Out, bool kClamp>
+// kSide: FixedPointStep's (per-channel rows pass the side of their bias).
+template <class Out, bool kClamp, int kSide = 0>
 HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
                                          const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
                                          std::size_t n) {
   const hn::ScalableTag<std::int32_t> di;
   using V = hn::Vec<decltype(di)>;
   const std::size_t N = hn::Lanes(di);
-  const FixedPointStep<decltype(di), kClamp> step(di, f, a.lo, a.hi);
+  const FixedPointStep<decltype(di), kClamp, kSide> step(di, f, a.lo, a.hi);
   const V zero = hn::Zero(di);
   const auto block = [&](std::size_t i, auto stream) {
     const V r0 = step(di, x + i);
@@ -3662,42 +3663,21 @@ template <class Out, bool kClamp>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                                  std::int64_t dat) {
-  const hn::ScalableTag<std::int32_t> di;
-  using V = hn::Vec<decltype(di)>;
-  const std::size_t N = hn::Lanes(di);
-  const std::size_t whole = n - n % (4 * N);
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
   const std::int32_t* HWY_RESTRICT kl = a.k[1];
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
-  const std::int32_t out_lo = a.lo;
-  const std::int32_t out_hi = a.hi;
-  const V zero = hn::Zero(di);
   for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
     const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
     if (!f.ok) {
       RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
       continue;
     }
-    const auto blocks = [&](auto side) {
-      const FixedPointStep<decltype(di), kClamp, decltype(side)::value> step(di, f, out_lo, out_hi);
-      std::size_t i = 0;
-      do {  // whole >= 4 N (RequantizeRows)
-        const V r0 = step(di, x + i);
-        const V r1 = step(di, x + i + N);
-        const V r2 = step(di, x + i + 2 * N);
-        const V r3 = step(di, x + i + 3 * N);
-        StoreQuantized4<Out, false>(di, r0, r1, r2, r3, zero, q + i);
-        i += 4 * N;
-      } while (i < whole);
-    };
-    if (kb[at] < 0) {
-      blocks(std::integral_constant<int, 2>());
-    } else {
-      blocks(std::integral_constant<int, 1>());
-    }
-    if (whole < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + whole, q + whole, n - whole, at);
+    // one bound of the accumulator clamp per row: the side of its bias
+    const std::size_t i = kb[at] < 0 ? FixedPointBlocks4<Out, kClamp, 2>(a, f, x, q, n)
+                                     : FixedPointBlocks4<Out, kClamp, 1>(a, f, x, q, n);
+    if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
   }
 }
 
