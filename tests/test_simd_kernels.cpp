@@ -175,6 +175,100 @@ TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the
   }
 }
 
+namespace {
+
+// Inputs whose quotients x / s lie within 3 ulps of a tie k + 1/2 or an integer k (every
+// rounding decision), and specials: NaN, +-Inf, +-FLT_MAX (quotients past the float range for
+// small s), denormals, quotients below 1/4.
+std::vector<float> near_decisions(std::size_t n, float s, std::mt19937& rng) {
+  std::uniform_int_distribution<int> k(-131, 131), ulps(-3, 3);
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    float v = (static_cast<float>(k(rng)) + (i % 2 ? 0.5f : 0.0f)) * s;
+    for (int u = ulps(rng); u != 0; u += u > 0 ? -1 : 1) v = std::nextafter(v, u > 0 ? simd_test::kInf : -simd_test::kInf);
+    x[i] = v;
+  }
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), simd_test::kInf, -simd_test::kInf,
+                            std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min(), -1e-40f, 0.2f * s, -0.2f * s,
+                            0.0f, -0.0f, 0.4999999f * s, -0.4999999f * s};
+  for (std::size_t i = 0; i < n; i += 37) x[i] = specials[(i / 37) % (sizeof(specials) / sizeof(float))];
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scales of any magnitude") {
+  // The AVX-512 blocks divide every other vector with Markstein's correction (x * (1/s) and two
+  // FMAs) for scales in [2^-100, 2^100] and the modes that round (-1/2, 1/2) to 0; the plain
+  // product x * (1/s) alone misrounds near ties. Scales: random significands and exponents
+  // around and past those bounds, the all-ones significand, the bounds themselves.
+  std::mt19937 rng(20261124u);
+  std::uniform_int_distribution<std::uint32_t> mantissa(0, (1u << 23) - 1);
+  std::uniform_int_distribution<int> exponent(-112, 112);
+  std::vector<float> scales = {std::nextafter(2.0f, 0.0f), 0x1p-100f, 0x1p100f, std::nextafter(0x1p-100f, 0.0f),
+                               std::nextafter(0x1p100f, simd_test::kInf), 1.0f / 127.0f, 0.1f, 3e-5f,
+                               1.0f + 0x1p-23f, 0x1.fffffep99f};
+  for (int i = 0; i < 30; ++i)
+    scales.push_back(std::ldexp(1.0f + static_cast<float>(mantissa(rng)) * 0x1p-23f, exponent(rng)));
+  const std::size_t n = 1024 + 67;  // whole 4-vector blocks, then single vectors and a tail
+  const qk::RoundingMode modes[] = {qk::RoundingMode::half_even, qk::RoundingMode::half_away,
+                                    qk::RoundingMode::half_up, qk::RoundingMode::toward_zero,
+                                    qk::RoundingMode::floor};
+  std::size_t cases = 0;
+  for_each_target("quantize: Markstein division", [&](const qks::Kernels& k) {
+    for (float s : scales) {
+      CAPTURE(s);
+      const std::vector<float> x = near_decisions(n, s, rng);
+      for (qk::RoundingMode mode : modes) {
+        CAPTURE(static_cast<int>(mode));
+        qk::visit_rounding(mode, [&](auto rounding) {
+          qk::QuantParams p;
+          p.scale = {s};
+          p.zero_point = {-3};
+          p.range = simd_test::range_of<std::int8_t>();
+          const qk::View<const float> xv(x.data(), qk::Dims{static_cast<std::int64_t>(n)});
+          std::vector<std::int8_t> want(n), got(n);
+          qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), xv.shape()), rounding);
+          qks::quantize(x.data(), n, s, -3, qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
+          QK_CHECK_SAME(got, want, x);
+          std::vector<float> fwant(n), fgot(n);
+          qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), xv.shape()), rounding);
+          qks::fake_quantize(x.data(), n, s, -3,
+                             qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range), fgot.data(), &k);
+          QK_CHECK_SAME(fgot, fwant, x);
+          p.zero_point = {128};
+          p.range = simd_test::range_of<std::uint8_t>();
+          std::vector<std::uint8_t> uwant(n), ugot(n);
+          qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), xv.shape()), rounding);
+          qks::quantize(x.data(), n, s, 128, qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
+          QK_CHECK_SAME(ugot, uwant, x);
+          cases += 3;
+        });
+      }
+    }
+    // Per channel: rows of 131 elements, each with its own scale (some past the bounds).
+    const std::size_t rows = scales.size(), cols = 131;
+    std::vector<float> xm;
+    for (float s : scales) {
+      const std::vector<float> row = near_decisions(cols, s, rng);
+      xm.insert(xm.end(), row.begin(), row.end());
+    }
+    const std::vector<std::int32_t> zps(rows, 1);
+    qk::QuantParams p;
+    p.scale = scales;
+    p.zero_point = zps;
+    p.range = simd_test::range_of<std::int8_t>();
+    p.granularity = qk::Granularity::per_channel(0);
+    const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+    std::vector<std::int8_t> want(rows * cols), got(rows * cols);
+    qk::ref::quantize(qk::View<const float>(xm.data(), shape), p, qk::View<std::int8_t>(want.data(), shape));
+    qks::quantize_per_channel(xm.data(), rows, cols, 0, scales.data(), zps.data(), got.data(), &k);
+    QK_CHECK_SAME(got, want, xm);
+  });
+  MESSAGE(cases, " per-tensor calls of ", n, " elements");
+}
+
 TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and transposed views") {
   for_each_target("per-channel/per-group views", [](const qks::Kernels& k) {
     simd_test::check_views_everything(&k);

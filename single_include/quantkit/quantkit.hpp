@@ -3291,12 +3291,61 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
   return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
 }
 
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// ------------------------------ Dividing without the divider (AVX-512)
+// The divider is busy about as long per vector as the rest of quantize's work, so in the blocks
+// below every other vector divides with Markstein's correction on the FMA units instead:
+//   r = RN(1 / s),  q0 = RN(x * r),  e = q0 * s - x (one FMA, exact),  q = RN(q0 - e * r),
+// the correctly rounded x / s whenever |x / s| >= 1/4 and 2^-100 <= s <= 2^100 (then the residual
+// is exact; checked on every significand of x against 60007 divisor significands, and by
+// test_simd_kernels' "division by Markstein's correction" on every target). Smaller quotients
+// round to 0 either way in every mode that sends (-1/2, 1/2) to 0: not floor or stochastic.
+template <class Round>
+constexpr bool kMarksteinRounding =
+    std::is_same<Round, RoundHalfEvenOp>::value || std::is_same<Round, RoundHalfAwayOp>::value ||
+    std::is_same<Round, RoundHalfUpOp>::value || std::is_same<Round, RoundTowardZeroOp>::value;
+
+HWY_INLINE bool MarksteinScale(float s) { return s >= 0x1p-100f && s <= 0x1p100f; }
+
+// x / s as Div gives it in the cases above, +0 for NaN x (the zero point's offset). Where q0 is
+// +-inf (x infinite, or the quotient past the float range) q is NaN: fixupimm, classifying q0,
+// puts q0 back there and +0 for NaN (table: QNaN, SNaN -> +0; -inf -> -inf; +inf -> +inf; any
+// other class keeps q).
+HWY_INLINE __m512 DivideMarkstein(__m512 x, __m512 s, __m512 r) {
+  const __m512 q0 = _mm512_mul_ps(x, r);
+  const __m512 e = _mm512_fmsub_ps(q0, s, x);
+  const __m512 q = _mm512_fnmadd_ps(e, r, q0);
+  return _mm512_fixupimm_ps(q, q0, _mm512_set1_epi32(0x00540088), 0);
+}
+
+// QuantizeOffsetVec<Round, true, false> with DivideMarkstein: no NaN mask needed.
+template <class Round, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecMarkstein(D d, V x, V s, V r, V hi) {
+  const hn::RebindToSigned<D> di;
+  const V t = hn::Min(V{DivideMarkstein(x.raw, s.raw, r.raw)}, hi);
+  if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
+    (void)d;
+    return hn::Vec<decltype(di)>{_mm512_cvt_roundps_epi32(t.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+  } else {
+    return hn::Vec<decltype(di)>{_mm512_cvttps_epi32(Round::Do(d, t, t).raw)};
+  }
+}
+
+// FakeQuantizeVec<Round, true> with DivideMarkstein (NaN x: +0 * s = +0 as there).
+template <class Round, class D, class V = hn::Vec<D>>
+HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
+  const V t = hn::Min(hn::Max(V{DivideMarkstein(x.raw, f.raw, r.raw)}, lo), hi);
+  return hn::Mul(hn::Add(Round::Do(d, t, t), hn::Zero(d)), s);
+}
+#endif
+
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
-// the elements done.
-template <class Out, class Round, bool kDivide, bool kStream>
-HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
-                                       Out* HWY_RESTRICT q, std::size_t n, float factor,
-                                       float zero, float scale) {
+// the elements done. kMarkstein (AVX-512, dividing): vectors 1 and 3 of each block divide with
+// DivideMarkstein.
+template <class Out, class Round, bool kDivide, bool kStream, bool kMarkstein>
+HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* HWY_RESTRICT x,
+                                           Out* HWY_RESTRICT q, std::size_t n, float factor,
+                                           float zero, float scale) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
@@ -3307,6 +3356,21 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   std::size_t i = 0;
   if constexpr (std::is_same<Out, float>::value) {
     const V s = hn::Set(d, scale);
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    if constexpr (kMarkstein) {
+      const V r = hn::Set(d, 1.0f / factor);
+      for (; i + 4 * N <= n; i += 4 * N) {
+        const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
+        const V y1 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
+        const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
+        const V y3 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
+        StoreVec<kStream>(y0, d, q + i);
+        StoreVec<kStream>(y1, d, q + i + N);
+        StoreVec<kStream>(y2, d, q + i + 2 * N);
+        StoreVec<kStream>(y3, d, q + i + 3 * N);
+      }
+    }
+#endif
     for (; i + 4 * N <= n; i += 4 * N) {
       const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
       const V y1 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi, s);
@@ -3334,11 +3398,19 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
       const __m512i z16 = _mm512_set1_epi16(static_cast<std::int16_t>(zero));
       const __m512i qmin8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(a.qmin)));
       const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      const V r = hn::Set(d, kMarkstein ? 1.0f / factor : 1.0f);
       for (; i + 4 * N <= n; i += 4 * N) {
         const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
-        const auto v1 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + N), f, lo, hi);
         const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
-        const auto v3 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
+        hn::Vec<decltype(di)> v1, v3;
+        if constexpr (kMarkstein) {
+          v1 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, hi);
+          v3 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi);
+        } else {
+          (void)r;
+          v1 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + N), f, lo, hi);
+          v3 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
+        }
         const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
         const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
         const __m512i r = kSigned ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
@@ -3365,6 +3437,19 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
     }
   }
   return i;
+}
+
+template <class Out, class Round, bool kDivide, bool kStream>
+HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_RESTRICT x,
+                                       Out* HWY_RESTRICT q, std::size_t n, float factor,
+                                       float zero, float scale) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
+    if (MarksteinScale(factor))
+      return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, true>(a, x, q, n, factor, zero, scale);
+  }
+#endif
+  return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, false>(a, x, q, n, factor, zero, scale);
 }
 
 // The outputs with the block path (QuantizeBlocks4) and non-temporal stores past the
