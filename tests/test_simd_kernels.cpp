@@ -328,6 +328,8 @@ qk::QuantParams raw_params(std::size_t rows, std::size_t cols, int axis, qk::Int
     qk::QuantParams p;
     p.granularity = qk::Granularity::per_channel(axis);
     p.range = range;
+    p.scale.clear();
+    p.zero_point.clear();
     return p;
   }
   return simd_test::random_params(
