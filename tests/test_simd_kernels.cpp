@@ -403,6 +403,265 @@ TEST_CASE("simd: raw-pointer errors name what is wrong") {
   CHECK_THROWS_AS(qks::histogram(x, 4, 1.0f, 1.0f, 4, counts), qk::Error);
 }
 
+namespace {
+
+// Shapes of the raw per-channel tests: one row, one column, empty, rows around the vector
+// widths of every target (4, 8, 16 floats; 16, 32, 64 bytes) +-1, 67 x 9 and 9 x 67.
+std::vector<std::pair<std::size_t, std::size_t>> raw_per_channel_shapes() {
+  return {{1, 1},  {1, 67}, {67, 1},  {0, 5},  {5, 0},  {2, 3},  {3, 4},   {4, 5},   {5, 7},
+          {6, 8},  {7, 9},  {3, 15},  {2, 16}, {3, 17}, {5, 31}, {4, 32},  {3, 33},  {2, 63},
+          {3, 64}, {2, 65}, {67, 9},  {9, 67}, {5, 129}, {3, 1031}};
+}
+
+// Per-channel parameters of a rows x cols matrix along `axis` (random_params; none for an
+// empty channel axis).
+qk::QuantParams raw_params(std::size_t rows, std::size_t cols, int axis, qk::IntRange range,
+                           std::uint32_t seed, bool pow2_scales) {
+  const std::size_t count = axis == 0 ? rows : cols;
+  if (count == 0) {
+    qk::QuantParams p;
+    p.granularity = qk::Granularity::per_channel(axis);
+    p.range = range;
+    p.scale.clear();
+    p.zero_point.clear();
+    return p;
+  }
+  return simd_test::random_params(
+      qk::Dims{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)},
+      qk::Granularity::per_channel(axis), range, seed, pow2_scales);
+}
+
+// Inputs of a rows x cols matrix at `offset` in a buffer with 3 elements of slack after it:
+// quantize_inputs' tricky values (ties, NaN, +-Inf, saturation) times each element's scale.
+std::vector<float> raw_inputs(std::size_t rows, std::size_t cols, int axis, const qk::QuantParams& p,
+                              std::size_t offset, std::uint32_t seed) {
+  std::vector<float> x = simd_test::quantize_inputs(offset + rows * cols + 3, 1.0f, seed);
+  for (std::size_t i = 0; i < rows; ++i)
+    for (std::size_t j = 0; j < cols; ++j) x[offset + i * cols + j] *= p.scale[axis == 0 ? i : j];
+  return x;
+}
+
+// quantize_per_channel (int outputs) and fake_quantize_per_channel (float) against the reference,
+// every rounding and application, unaligned buffers; the whole buffers are compared (nothing
+// written outside the matrix). Returns the number of comparisons.
+template <class Q>
+std::size_t check_raw_quantize_per_channel(const qks::Kernels& k, qk::IntRange range) {
+  std::size_t compared = 0;
+  std::uint32_t seed = 100;
+  for (const auto& shape : raw_per_channel_shapes()) {
+    const std::size_t rows = shape.first, cols = shape.second;
+    const qk::Dims dims{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+    for (int axis : {0, 1}) {
+      for (std::size_t offset : {0u, 1u, 3u}) {
+        const bool pow2 = offset != 1;
+        const qk::QuantParams p = raw_params(rows, cols, axis, range, seed, pow2);
+        const std::vector<float> x = raw_inputs(rows, cols, axis, p, offset, seed++);
+        const bool empty_params = p.scale.empty();
+        simd_test::for_each_deterministic_rounding([&](auto round) {
+          for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+            const auto o = qks::QuantizeOptions{}
+                               .with_rounding(qks::detail::kernel_rounding<decltype(round)>())
+                               .with_application(app)
+                               .with_range(range);
+            CAPTURE(rows);
+            CAPTURE(cols);
+            CAPTURE(axis);
+            CAPTURE(offset);
+            CAPTURE(simd_test::app_name(app));
+            CAPTURE(range.qmin);
+            CAPTURE(range.qmax);
+            const qk::View<const float> xv(x.data() + offset, dims);
+            if constexpr (!std::is_same<Q, float>::value) {
+              std::vector<Q> want(x.size(), Q{90}), got(x.size(), Q{90});
+              if (!empty_params)
+                qk::ref::quantize(xv, p, qk::View<Q>(want.data() + offset, dims), round, app);
+              qks::quantize_per_channel(x.data() + offset, rows, cols, axis, p.scale.data(),
+                                        p.zero_point.data(), o, got.data() + offset, k);
+              QK_CHECK_SAME(got, want, x);
+            } else {
+              const float sentinel = std::nanf("0x123");
+              std::vector<float> want(x.size(), sentinel), got(x.size(), sentinel);
+              if (!empty_params)
+                qk::ref::fake_quantize(xv, p, qk::View<float>(want.data() + offset, dims), round, app);
+              qks::fake_quantize_per_channel(x.data() + offset, rows, cols, axis, p.scale.data(),
+                                             p.zero_point.data(), o, got.data() + offset, k);
+              QK_CHECK_SAME(got, want, x);
+            }
+            ++compared;
+          }
+        });
+      }
+    }
+  }
+  return compared;
+}
+
+// dequantize_per_channel against the reference for input type Q: q over the type's range
+// with its extremes (int32: +-1e6 and the extremes), zero points random in the type's range
+// (int32: `zero_points` 0, the kernels, or 1 = nonzero ones past what they cover, the scalar
+// fallback), scales random or powers of two with the extremes (largest finite, denormal).
+template <class Q>
+std::size_t check_raw_dequantize_per_channel(const qks::Kernels& k, int zero_points) {
+  std::size_t compared = 0;
+  std::uint32_t seed = 500;
+  std::mt19937 rng(17);
+  const qk::IntRange range = simd_test::range_of<Q>();
+  for (const auto& shape : raw_per_channel_shapes()) {
+    const std::size_t rows = shape.first, cols = shape.second, n = rows * cols;
+    const qk::Dims dims{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+    for (int axis : {0, 1}) {
+      for (std::size_t offset : {0u, 1u, 3u}) {
+        qk::QuantParams p = raw_params(rows, cols, axis, range, seed++, offset == 0);
+        const std::size_t count = p.scale.size();
+        if (count > 0) {
+          p.scale[0] = offset == 3 ? std::numeric_limits<float>::max() : p.scale[0];
+          p.scale[count - 1] = offset == 1 ? 1e-40f : p.scale[count - 1];
+        }
+        if (std::is_same<Q, std::int32_t>::value) {
+          const std::int32_t big[] = {0, 1830871372, simd_test::kI32Min, simd_test::kI32Max, -5, 7};
+          for (std::size_t c = 0; c < count; ++c)
+            p.zero_point[c] = zero_points == 0 ? 0 : big[(c + offset) % 6];
+        }
+        std::vector<Q> q(offset + n + 3);
+        const std::int64_t lo = std::is_same<Q, std::int32_t>::value ? -1000000 : std::numeric_limits<Q>::min();
+        const std::int64_t hi = std::is_same<Q, std::int32_t>::value ? 1000000 : std::numeric_limits<Q>::max();
+        for (auto& v : q) v = static_cast<Q>(lo + static_cast<std::int64_t>(rng() % static_cast<std::uint32_t>(hi - lo + 1)));
+        for (std::size_t i = offset; i < offset + n; i += 5) q[i] = std::numeric_limits<Q>::min();
+        for (std::size_t i = offset + 2; i < offset + n; i += 7) q[i] = std::numeric_limits<Q>::max();
+        const float sentinel = std::nanf("0x321");
+        std::vector<float> want(q.size(), sentinel), got(q.size(), sentinel), got2(q.size(), sentinel);
+        if (count > 0)
+          qk::ref::dequantize(qk::View<const Q>(q.data() + offset, dims), p,
+                              qk::View<float>(want.data() + offset, dims));
+        qks::dequantize_per_channel(q.data() + offset, rows, cols, axis, p.scale.data(), p.zero_point.data(),
+                                    got.data() + offset, k);
+        qks::dequantize_per_channel(q.data() + offset, rows, cols, axis, p.scale.data(), p.zero_point.data(),
+                                    got2.data() + offset, &k);
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(axis);
+        CAPTURE(offset);
+        CAPTURE(zero_points);
+        QK_CHECK_SAME(got, want, q);
+        QK_CHECK_SAME(got2, want, q);
+        compared += 2;
+      }
+    }
+  }
+  return compared;
+}
+
+}  // namespace
+
+TEST_CASE("simd: raw-pointer per channel (quantize/fake_quantize/dequantize_per_channel) equals the "
+          "reference: axis 0 and 1, every type, ties, NaN/Inf, saturation, unaligned") {
+  const std::size_t shapes = raw_per_channel_shapes().size();
+  const std::size_t per_range = shapes * 2 * 3 * 5 * 2;  // shapes x axes x offsets x roundings x applications
+  const std::size_t per_dequantize = shapes * 2 * 3 * 2;  // shapes x axes x offsets x (pointer, reference)
+  for_each_target("raw per channel", [&](const qks::Kernels& k) {
+    CHECK(check_raw_quantize_per_channel<std::int8_t>(k, simd_test::range_of<std::int8_t>()) == per_range);
+    CHECK(check_raw_quantize_per_channel<std::int8_t>(k, qk::IntRange{-7, 7}) == per_range);
+    CHECK(check_raw_quantize_per_channel<std::uint8_t>(k, simd_test::range_of<std::uint8_t>()) == per_range);
+    CHECK(check_raw_quantize_per_channel<std::int16_t>(k, simd_test::range_of<std::int16_t>()) == per_range);
+    CHECK(check_raw_quantize_per_channel<std::uint16_t>(k, simd_test::range_of<std::uint16_t>()) == per_range);
+    CHECK(check_raw_quantize_per_channel<std::int32_t>(k, qk::IntRange{-(1 << 24), 1 << 24}) == per_range);
+    for (const qk::IntRange r : {simd_test::range_of<std::int8_t>(), qk::IntRange{-7, 7},
+                                 simd_test::range_of<std::uint8_t>(), qk::IntRange{0, 15},
+                                 simd_test::range_of<std::int16_t>(), qk::IntRange{-(1 << 24), 1 << 24}})
+      CHECK(check_raw_quantize_per_channel<float>(k, r) == per_range);
+    CHECK(check_raw_dequantize_per_channel<std::int8_t>(k, 0) == per_dequantize);
+    CHECK(check_raw_dequantize_per_channel<std::uint8_t>(k, 0) == per_dequantize);
+    CHECK(check_raw_dequantize_per_channel<std::int16_t>(k, 0) == per_dequantize);
+    CHECK(check_raw_dequantize_per_channel<std::uint16_t>(k, 0) == per_dequantize);
+    CHECK(check_raw_dequantize_per_channel<std::int32_t>(k, 0) == per_dequantize);
+    CHECK(check_raw_dequantize_per_channel<std::int32_t>(k, 1) == per_dequantize);
+  });
+  // the default kernels (no kernels argument)
+  const std::size_t rows = 9, cols = 67;
+  const qk::Dims dims{9, 67};
+  for (int axis : {0, 1}) {
+    const qk::QuantParams p = raw_params(rows, cols, axis, simd_test::range_of<std::int8_t>(), 3, false);
+    const std::vector<float> x = raw_inputs(rows, cols, axis, p, 0, 4);
+    const qk::View<const float> xv(x.data(), dims);
+    std::vector<float> fwant(x.size()), fgot(x.size());
+    qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), dims));
+    qks::fake_quantize_per_channel(x.data(), rows, cols, axis, p.scale.data(), p.zero_point.data(),
+                                   qks::QuantizeOptions{}.with_range(p.range), fgot.data());
+    std::vector<std::int8_t> q(x.size());
+    qk::ref::quantize(xv, p, qk::View<std::int8_t>(q.data(), dims));
+    std::vector<float> dwant(x.size()), dgot(x.size());
+    qk::ref::dequantize(qk::View<const std::int8_t>(q.data(), dims), p, qk::View<float>(dwant.data(), dims));
+    qks::dequantize_per_channel(q.data(), rows, cols, axis, p.scale.data(), p.zero_point.data(), dgot.data());
+    CAPTURE(axis);
+    // the tail of 3 elements raw_inputs adds is written by neither
+    CHECK(simd_test::first_difference(fgot, fwant) == -1);
+    CHECK(simd_test::first_difference(dgot, dwant) == -1);
+  }
+}
+
+TEST_CASE("simd: raw-pointer per-channel errors name the function") {
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  const float scales[3] = {0.1f, 0.2f, 0.3f};
+  const std::int32_t zps[3] = {0, 1, -1};
+  std::int8_t q[6] = {1, -2, 3, -128, 127, 0};
+  float y[6];
+  const auto o = qks::QuantizeOptions{}.with_range({-128, 127});
+  for (int axis : {-1, 2}) {
+    CAPTURE(axis);
+    const std::string bad = "axis " + std::to_string(axis) + "; expected 0 (rows) or 1 (columns)";
+    const std::string qmsg = "simd::quantize_per_channel: " + bad;
+    const std::string fmsg = "simd::fake_quantize_per_channel: " + bad;
+    const std::string dmsg = "simd::dequantize_per_channel: " + bad;
+    CHECK_THROWS_WITH_AS(qks::quantize_per_channel(x, 2, 3, axis, scales, zps, q),
+                         doctest::Contains(qmsg.c_str()), qk::Error);
+    CHECK_THROWS_WITH_AS(qks::fake_quantize_per_channel(x, 2, 3, axis, scales, zps, o, y),
+                         doctest::Contains(fmsg.c_str()), qk::Error);
+    CHECK_THROWS_WITH_AS(qks::dequantize_per_channel(q, 2, 3, axis, scales, zps, y),
+                         doctest::Contains(dmsg.c_str()), qk::Error);
+    CHECK_THROWS_WITH_AS(qks::dequantize_per_channel(q, 2, 3, axis, scales, zps, y, *qks::available_kernels()[0]),
+                         doctest::Contains(dmsg.c_str()), qk::Error);
+  }
+  // fake_quantize: the range must be given; scales and zero points are checked as quantize's
+  CHECK_THROWS_WITH_AS(qks::fake_quantize_per_channel(x, 2, 3, 1, scales, zps, qks::QuantizeOptions{}, y),
+                       doctest::Contains("explicit range"), qk::Error);
+  const float zero_scale[3] = {0.1f, 0.0f, 0.3f};
+  const std::int32_t far_zp[3] = {0, 300, 0};
+  CHECK_THROWS_AS(qks::fake_quantize_per_channel(x, 2, 3, 1, zero_scale, zps, o, y), qk::Error);
+  CHECK_THROWS_AS(qks::fake_quantize_per_channel(x, 2, 3, 1, scales, far_zp, o, y), qk::Error);
+  // dequantize: scales as the View dequantize checks them (finite, > 0), with the index
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (float s : {0.0f, -0.5f, nan, simd_test::kInf}) {
+    const float bad_scales[3] = {0.1f, 0.2f, s};
+    CAPTURE(s);
+    CHECK_THROWS_WITH_AS(qks::dequantize_per_channel(q, 2, 3, 1, bad_scales, zps, y),
+                         doctest::Contains("simd::dequantize_per_channel: scale[2] is "), qk::Error);
+    CHECK_THROWS_WITH_AS(qks::dequantize_per_channel(q, 3, 2, 0, bad_scales, zps, y),
+                         doctest::Contains("; expected a finite value > 0"), qk::Error);
+  }
+  // int32 with zero points the kernels do not cover (q - z leaves int32): still the reference
+  const std::int32_t acc[6] = {simd_test::kI32Min, simd_test::kI32Max, 0, -1, 1, 123456789};
+  const std::int32_t big_zps[2] = {simd_test::kI32Max, simd_test::kI32Min};
+  const float s2[2] = {1e-9f, 3e-10f};
+  for (int axis : {0, 1}) {
+    const std::size_t rows = axis == 0 ? 2 : 3, cols = axis == 0 ? 3 : 2;
+    qk::QuantParams p;
+    p.granularity = qk::Granularity::per_channel(axis);
+    p.scale = {s2[0], s2[1]};
+    p.zero_point = {big_zps[0], big_zps[1]};
+    p.range = simd_test::range_of<std::int32_t>();
+    const qk::Dims dims{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+    std::vector<float> want(6), got(6);
+    qk::ref::dequantize(qk::View<const std::int32_t>(acc, dims), p, qk::View<float>(want.data(), dims));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      CAPTURE(k->name);
+      CAPTURE(axis);
+      std::fill(got.begin(), got.end(), 0.0f);
+      qks::dequantize_per_channel(acc, rows, cols, axis, s2, big_zps, got.data(), *k);
+      CHECK(simd_test::first_difference(got, want) == -1);
+    }
+  }
+}
+
 TEST_CASE("simd: the View API keeps the reference's error messages") {
   float x[6] = {1, 2, 3, 4, 5, 6};
   std::int8_t q[6];

@@ -3,8 +3,10 @@
 // best), at the build's baseline flags — what a portable binary ships.
 //
 // Rows: "simd" — quantkit::simd's public entry points with the default (dispatched) kernels:
-// the raw-pointer functions per tensor (quantize, fake_quantize, dequantize) and the View
-// functions otherwise (same arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
+// the raw-pointer functions per tensor (quantize, fake_quantize, dequantize) and per channel
+// (quantize_per_channel, fake_quantize_per_channel, dequantize_per_channel: c.rows channels of
+// c.row_len elements, axis 0), the View functions otherwise (per group, and requantize; same
+// arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
 // one target's kernels (quantkit::simd::available_kernels(): every compiled target this CPU
 // runs), for the variant matrix.
 #if __has_include("quantkit/simd/implementation.hpp")
@@ -61,6 +63,27 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
         return [c, n, s, z, o, kp] { qs::fake_quantize(c.x, n, s, z, o, c.y, *kp); };
       case Op::dequantize:
         return [c, n, s, z, kp] { qs::dequantize(c.q_in, n, s, z, c.y, *kp); };
+      default: break;
+    }
+  }
+  if (c.gran == Gran::per_channel && c.op != Op::requantize) {
+    // c.rows channels of c.row_len elements: axis 0 of a row-major [rows, row_len] matrix
+    const std::size_t rows = c.rows, cols = c.row_len;
+    const float* s = cp.scale.data();
+    const std::int32_t* z = cp.zero_point.data();
+    const auto o = qs::QuantizeOptions{}
+                       .with_rounding(mode_of(c.round))
+                       .with_application(app)
+                       .with_range(qk::IntRange{cp.qmin, cp.qmax});
+    switch (c.op) {
+      case Op::quantize:
+        return [c, rows, cols, s, z, o, kp] { qs::quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.q_out, *kp); };
+      case Op::fake_quantize:
+        return [c, rows, cols, s, z, o, kp] {
+          qs::fake_quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.y, *kp);
+        };
+      case Op::dequantize:
+        return [c, rows, cols, s, z, kp] { qs::dequantize_per_channel(c.q_in, rows, cols, 0, s, z, c.y, *kp); };
       default: break;
     }
   }

@@ -11,7 +11,9 @@
 // Raw-pointer API (contiguous buffers, per tensor or per row/column):
 //   quantize(x, n, scale, zero_point, [options,] out)
 //   quantize_per_channel(x, rows, cols, axis, scales, zero_points, [options,] out)
-//   fake_quantize(x, n, scale, zero_point, [options,] y), dequantize(q, n, scale, zero_point, x)
+//   fake_quantize(x, n, scale, zero_point, options, y), dequantize(q, n, scale, zero_point, x)
+//   fake_quantize_per_channel(x, rows, cols, axis, scales, zero_points, options, y)
+//   dequantize_per_channel(q, rows, cols, axis, scales, zero_points, x)
 //   requantize(acc, n, requant_params, out)
 // Reductions for observers: minmax, absmax, minmax_per_param (per channel / per block),
 // histogram, histogram_minmax, grid_histogram, grid_histogram_minmax.
@@ -800,6 +802,20 @@ void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_poi
                        options, y, kernels);
 }
 
+// fake_quantize per row (axis 0) or per column (axis 1) of a row-major [rows, cols] matrix, as
+// quantize_per_channel; the range must be given (options.with_range).
+template <class T>
+void fake_quantize_per_channel(const T* x, std::size_t rows, std::size_t cols, int axis,
+                               const float* scales, const std::int32_t* zero_points,
+                               const QuantizeOptions& options, float* y,
+                               const Kernels* kernels = nullptr) {
+  static_assert(std::is_same<T, float>::value, "simd::fake_quantize_per_channel: input must be float");
+  if (axis != 0 && axis != 1)
+    quantkit::detail::fail("simd::fake_quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
+  detail::raw_quantize(x, [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
+                       axis == 0 ? rows : cols, options, y, kernels);
+}
+
 // Per tensor: x[i] = float(q[i] - zero_point) * scale.
 template <class Q>
 void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
@@ -817,6 +833,48 @@ void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point,
   a.out = x;
   a.scale = &scale;
   a.zero = &zero_point;
+  detail::run_dequantize<Q>(kernels, a);
+}
+
+// Per row (axis 0) or per column (axis 1) of a row-major [rows, cols] matrix:
+// x[i][j] = float(q[i][j] - zero_points[c]) * scales[c], c = i (axis 0) or j (axis 1).
+// Every scale must be finite and > 0 (as the View dequantize checks them).
+template <class Q>
+void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int axis,
+                            const float* scales, const std::int32_t* zero_points, float* x,
+                            const Kernels* kernels = nullptr) {
+  static_assert(detail::is_kernel_int_v<Q>,
+                "simd::dequantize_per_channel: input must be int8/uint8/int16/uint16/int32");
+  if (axis != 0 && axis != 1)
+    quantkit::detail::fail("simd::dequantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
+  const std::size_t count = axis == 0 ? rows : cols;
+  // one branch-free pass (this runs on every call), the failing index only when there is one
+  const float smax = std::numeric_limits<float>::max();
+  std::int32_t bad = 0;
+  for (std::size_t c = 0; c < count; ++c)
+    bad |= static_cast<std::int32_t>(!(scales[c] > 0.0f)) | static_cast<std::int32_t>(!(scales[c] <= smax));
+  if (bad != 0) {
+    for (std::size_t c = 0; c < count; ++c)
+      if (!(scales[c] > 0.0f) || !std::isfinite(scales[c]))
+        quantkit::detail::fail("simd::dequantize_per_channel: scale[", c, "] is ", scales[c],
+                               "; expected a finite value > 0");
+  }
+  if (!detail::dequantize_covered<Q>(zero_points, count)) {
+    for (std::size_t i = 0; i < rows; ++i)
+      for (std::size_t j = 0; j < cols; ++j) {
+        const std::size_t c = axis == 0 ? i : j;
+        x[i * cols + j] =
+            ref::dequantize_value(static_cast<std::int32_t>(q[i * cols + j]), scales[c], zero_points[c]);
+      }
+    return;
+  }
+  DequantizeArgs a;
+  detail::rows_plan(rows, cols, axis, a.plan);
+  a.q = q;
+  a.in_type = elem_type_of<Q>::value;
+  a.out = x;
+  a.scale = scales;
+  a.zero = zero_points;
   detail::run_dequantize<Q>(kernels, a);
 }
 
@@ -1053,10 +1111,22 @@ void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_poi
                    const QuantizeOptions& options, float* y, const Kernels& kernels) {
   fake_quantize(x, n, scale, zero_point, options, y, &kernels);
 }
+template <class T>
+void fake_quantize_per_channel(const T* x, std::size_t rows, std::size_t cols, int axis,
+                               const float* scales, const std::int32_t* zero_points,
+                               const QuantizeOptions& options, float* y, const Kernels& kernels) {
+  fake_quantize_per_channel(x, rows, cols, axis, scales, zero_points, options, y, &kernels);
+}
 template <class Q>
 void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
                 const Kernels& kernels) {
   dequantize(q, n, scale, zero_point, x, &kernels);
+}
+template <class Q>
+void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int axis,
+                            const float* scales, const std::int32_t* zero_points, float* x,
+                            const Kernels& kernels) {
+  dequantize_per_channel(q, rows, cols, axis, scales, zero_points, x, &kernels);
 }
 template <class Scheme, class Out>
 void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Scheme>& p, Out* out,
