@@ -2149,7 +2149,9 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
                                        float zero, float scale) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
-    if (MarksteinScale(factor))
+    // From two blocks on: on shorter runs (the rows of small per-channel tensors) the setup
+    // (1 / s on the divider) cost more than it saved.
+    if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor))
       return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, true>(a, x, q, n, factor, zero, scale);
   }
 #endif
