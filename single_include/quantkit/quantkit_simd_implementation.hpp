@@ -5814,7 +5814,14 @@ void raw_quantize(const float* x, const WritePlan& write_plan, const float* scal
   if (!range_ok<Q>(r))
     quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
                            "] does not fit the output type (or exceeds +-2^24)");
-  for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
+  // Branch-free passes first (per-channel calls check every channel on every call); the
+  // per-element checks then name the first bad value.
+  int bad = !(r.qmin < r.qmax);
+  for (std::size_t i = 0; i < count; ++i)
+    bad |= !(scales[i] > 0.0f) | !(scales[i] <= std::numeric_limits<float>::max());
+  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < r.qmin) | (zero_points[i] > r.qmax);
+  if (bad)
+    for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
   ParamArray<float> factor(count), zero(count);
   const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
   QuantizeArgs a;
