@@ -3341,6 +3341,25 @@ HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
 }
 #endif
 
+// Vectors 1 and 3 of a block: with DivideMarkstein when kMarkstein (AVX-512), else as the others
+// (the int8 block's QuantizeOffsetVec<Round, kDivide, false>, FakeQuantizeVec).
+template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecOdd(D d, V x, V f, V r, V lo, V hi) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kMarkstein) return QuantizeOffsetVecMarkstein<Round>(d, x, f, r, hi);
+#endif
+  (void)r;
+  return QuantizeOffsetVec<Round, kDivide, false>(d, x, f, lo, hi);
+}
+template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
+HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (kMarkstein) return FakeQuantizeVecMarkstein<Round>(d, x, f, r, lo, hi, s);
+#endif
+  (void)r;
+  return FakeQuantizeVec<Round, kDivide>(d, x, f, lo, hi, s);
+}
+
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
 // the elements done. kMarkstein (AVX-512, dividing): vectors 1 and 3 of each block divide with
 // DivideMarkstein.
@@ -3353,31 +3372,18 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
   using V = hn::Vec<decltype(d)>;
   const std::size_t N = hn::Lanes(d);
   const V f = hn::Set(d, factor);
+  const V r = hn::Set(d, kMarkstein ? 1.0f / factor : 1.0f);  // vectors 1 and 3 (kMarkstein)
+  (void)r;
   const V lo = hn::Set(d, a.qmin - zero);  // exact: small integers
   const V hi = hn::Set(d, a.qmax - zero);
   std::size_t i = 0;
   if constexpr (std::is_same<Out, float>::value) {
     const V s = hn::Set(d, scale);
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-    if constexpr (kMarkstein) {
-      const V r = hn::Set(d, 1.0f / factor);
-      for (; i + 4 * N <= n; i += 4 * N) {
-        const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-        const V y1 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-        const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
-        const V y3 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
-        StoreVec<kStream>(y0, d, q + i);
-        StoreVec<kStream>(y1, d, q + i + N);
-        StoreVec<kStream>(y2, d, q + i + 2 * N);
-        StoreVec<kStream>(y3, d, q + i + 3 * N);
-      }
-    }
-#endif
     for (; i + 4 * N <= n; i += 4 * N) {
       const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-      const V y1 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi, s);
+      const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
       const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
-      const V y3 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi, s);
+      const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
       StoreVec<kStream>(y0, d, q + i);
       StoreVec<kStream>(y1, d, q + i + N);
       StoreVec<kStream>(y2, d, q + i + 2 * N);
@@ -3400,19 +3406,11 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
       const __m512i z16 = _mm512_set1_epi16(static_cast<std::int16_t>(zero));
       const __m512i qmin8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(a.qmin)));
       const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-      const V r = hn::Set(d, kMarkstein ? 1.0f / factor : 1.0f);
       for (; i + 4 * N <= n; i += 4 * N) {
         const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
+        const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
         const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
-        hn::Vec<decltype(di)> v1, v3;
-        if constexpr (kMarkstein) {
-          v1 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, hi);
-          v3 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi);
-        } else {
-          (void)r;
-          v1 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + N), f, lo, hi);
-          v3 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 3 * N), f, lo, hi);
-        }
+        const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi);
         const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
         const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
         const __m512i r = kSigned ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
@@ -5656,6 +5654,15 @@ inline Plan contiguous_plan(std::size_t n) {
   return plan;
 }
 
+// Whether every scale is finite and > 0: one branch-free pass (it vectorizes at -O3), for calls
+// that check per-channel scales on every call; the per-element checks name a bad one after.
+inline bool scales_valid(const float* scales, std::size_t count) {
+  int bad = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    bad |= !(scales[i] > 0.0f) | !(scales[i] <= std::numeric_limits<float>::max());
+  return bad == 0;
+}
+
 inline void check_scale(float scale, std::int32_t zero_point, IntRange r) {
   if (!(scale > 0.0f) || !std::isfinite(scale))
     quantkit::detail::fail("simd: scale is ", scale, "; expected a finite value > 0");
@@ -6126,9 +6133,7 @@ void raw_quantize(const float* x, const WritePlan& write_plan, const float* scal
                            "] does not fit the output type (or exceeds +-2^24)");
   // Branch-free passes first (per-channel calls check every channel on every call); the
   // per-element checks then name the first bad value.
-  int bad = !(r.qmin < r.qmax);
-  for (std::size_t i = 0; i < count; ++i)
-    bad |= !(scales[i] > 0.0f) | !(scales[i] <= std::numeric_limits<float>::max());
+  int bad = !(r.qmin < r.qmax) | !scales_valid(scales, count);
   for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < r.qmin) | (zero_points[i] > r.qmax);
   if (bad)
     for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
@@ -6253,12 +6258,7 @@ void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int 
   if (axis != 0 && axis != 1)
     quantkit::detail::fail("simd::dequantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
   const std::size_t count = axis == 0 ? rows : cols;
-  // one branch-free pass (this runs on every call), the failing index only when there is one
-  const float smax = std::numeric_limits<float>::max();
-  std::int32_t bad = 0;
-  for (std::size_t c = 0; c < count; ++c)
-    bad |= static_cast<std::int32_t>(!(scales[c] > 0.0f)) | static_cast<std::int32_t>(!(scales[c] <= smax));
-  if (bad != 0) {
+  if (!detail::scales_valid(scales, count)) {
     for (std::size_t c = 0; c < count; ++c)
       if (!(scales[c] > 0.0f) || !std::isfinite(scales[c]))
         quantkit::detail::fail("simd::dequantize_per_channel: scale[", c, "] is ", scales[c],
