@@ -247,26 +247,91 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
         });
       }
     }
-    // Per channel: rows of 131 elements, each with its own scale (some past the bounds).
-    const std::size_t rows = scales.size(), cols = 131;
-    std::vector<float> xm;
-    for (float s : scales) {
-      const std::vector<float> row = near_decisions(cols, s, rng);
-      xm.insert(xm.end(), row.begin(), row.end());
+    // Per channel, every mode, int8 / uint8 / fake-quantize: rows each with its own scale and
+    // zero point. The short-row kernel (AVX-512: rows of whole blocks, constants computed for
+    // 64 rows at a time) takes Markstein's division only when all scales of a 64-row chunk are
+    // in its bounds: `scales` (some past them, the other kernel), then 150 rows of in-bound
+    // scales (chunks of 64, 64, 22). Rows of one block (64), blocks and a tail, 4 blocks + 1;
+    // specials put in every vector of each row (vectors 1 and 3 divide the other way).
+    std::vector<float> inside;
+    for (float s : scales)
+      if (s >= 0x1p-100f && s <= 0x1p100f) inside.push_back(s);
+    std::vector<float> many;
+    for (std::size_t r = 0; r < 150; ++r) many.push_back(inside[(r * 7) % inside.size()]);
+    for (const std::vector<float>* set : {&scales, &many}) {
+      const std::size_t rows = set->size();
+      for (std::size_t cols : {std::size_t{64}, std::size_t{131}, std::size_t{4 * 64 + 16}}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        std::vector<float> xm;
+        for (std::size_t r = 0; r < rows; ++r) {
+          const float s = (*set)[r];
+          std::vector<float> row = near_decisions(cols, s, rng);
+          const float specials[] = {std::numeric_limits<float>::quiet_NaN(), simd_test::kInf, -simd_test::kInf,
+                                    std::numeric_limits<float>::max(), -1e-40f, 0.4999999f * s, -0.0f};
+          for (std::size_t v = 0; v + 16 <= cols; v += 16)
+            row[v + (r * 5 + v / 16) % 16] = specials[(r + v / 16) % (sizeof(specials) / sizeof(float))];
+          xm.insert(xm.end(), row.begin(), row.end());
+        }
+        std::vector<std::int32_t> zi8(rows), zu8(rows);
+        for (std::size_t r = 0; r < rows; ++r) {
+          zi8[r] = static_cast<std::int32_t>(r % 9) - 4;
+          zu8[r] = 126 + static_cast<std::int32_t>(r % 5);
+        }
+        const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+        const qk::View<const float> xv(xm.data(), shape);
+        for (qk::RoundingMode mode : modes) {
+          CAPTURE(static_cast<int>(mode));
+          qk::visit_rounding(mode, [&](auto rounding) {
+            qk::QuantParams p;
+            p.scale = *set;
+            p.granularity = qk::Granularity::per_channel(0);
+            p.zero_point = zi8;
+            p.range = simd_test::range_of<std::int8_t>();
+            std::vector<std::int8_t> want(rows * cols), got(rows * cols);
+            qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding);
+            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                      qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
+            QK_CHECK_SAME(got, want, xm);
+            std::vector<float> fwant(rows * cols), fgot(rows * cols);
+            qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), shape), rounding);
+            qks::fake_quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                           qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                                           fgot.data(), &k);
+            QK_CHECK_SAME(fgot, fwant, xm);
+            p.zero_point = zu8;
+            p.range = simd_test::range_of<std::uint8_t>();
+            std::vector<std::uint8_t> uwant(rows * cols), ugot(rows * cols);
+            qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), shape), rounding);
+            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zu8.data(),
+                                      qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
+            QK_CHECK_SAME(ugot, uwant, xm);
+            // Rank 3, the channel axis first, rows of cols - 3 with gaps between them (so the
+            // row axis does not merge into the rows): 2 rows per channel, parameter step 0.
+            if (rows % 2 == 0) {
+              const auto c = static_cast<std::int64_t>(cols);
+              const qk::Dims shape3{static_cast<std::int64_t>(rows / 2), 2, c - 3};
+              qk::QuantParams p3 = p;
+              p3.scale.assign(set->begin(), set->begin() + static_cast<std::ptrdiff_t>(rows / 2));
+              p3.zero_point.assign(zu8.begin(), zu8.begin() + static_cast<std::ptrdiff_t>(rows / 2));
+              const qk::View<const float> xv3(xm.data(), shape3, qk::Dims{2 * c, c, 1});
+              std::vector<std::uint8_t> want3(rows * cols - 3 * rows), got3(want3.size());
+              qk::ref::quantize(xv3, p3, qk::View<std::uint8_t>(want3.data(), shape3), rounding);
+              qks::quantize(xv3, p3, qk::View<std::uint8_t>(got3.data(), shape3), rounding,
+                            qk::ScaleApplicationKind::divide, &k);
+              std::vector<float> x3;  // the view's elements in order, for the message
+              for (std::size_t r = 0; r < rows; ++r)
+                x3.insert(x3.end(), xm.begin() + static_cast<std::ptrdiff_t>(r * cols),
+                          xm.begin() + static_cast<std::ptrdiff_t>(r * cols + cols - 3));
+              QK_CHECK_SAME(got3, want3, x3);
+            }
+            cases += 4;
+          });
+        }
+      }
     }
-    const std::vector<std::int32_t> zps(rows, 1);
-    qk::QuantParams p;
-    p.scale = scales;
-    p.zero_point = zps;
-    p.range = simd_test::range_of<std::int8_t>();
-    p.granularity = qk::Granularity::per_channel(0);
-    const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
-    std::vector<std::int8_t> want(rows * cols), got(rows * cols);
-    qk::ref::quantize(qk::View<const float>(xm.data(), shape), p, qk::View<std::int8_t>(want.data(), shape));
-    qks::quantize_per_channel(xm.data(), rows, cols, 0, scales.data(), zps.data(), got.data(), &k);
-    QK_CHECK_SAME(got, want, xm);
   });
-  MESSAGE(cases, " per-tensor calls of ", n, " elements");
+  MESSAGE(cases, " calls (per tensor: ", n, " elements)");
 }
 
 TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and transposed views") {

@@ -1987,12 +1987,21 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo,
 #endif
 }
 
-// Fake-quantize: R(clamp(t, lo', hi')) * s, +0 for NaN x.
+// Fake-quantize: R(clamp(t, lo', hi')) * s, +0 for NaN x. The product is an FMA with +0: a
+// -0 product (R(t) = -0 for t in (-1/2, 0)) becomes +0 as float(q - z) * s gives; any other
+// product is kept.
 template <class Round, bool kDivide, class D, class V = hn::Vec<D>>
 HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
-  const V t = hn::Min(hn::Max(kDivide ? hn::Div(x, f) : hn::Mul(x, f), lo), hi);
-  const V r = hn::Add(Round::Do(d, t, t), hn::Zero(d));
-  return hn::IfThenElseZero(hn::Eq(x, x), hn::Mul(r, s));
+  const V prod = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  // NaN x (only then is the quotient or product NaN: f is finite and positive) -> +0 by
+  // fixupimm, on the FMA units, instead of a compare there and a blend.
+  const V t = hn::Min(hn::Max(V{_mm512_fixupimm_ps(prod.raw, prod.raw, _mm512_set1_epi32(0x88), 0)}, lo), hi);
+  return hn::MulAdd(Round::Do(d, t, t), s, hn::Zero(d));
+#else
+  const V t = hn::Min(hn::Max(prod, lo), hi);
+  return hn::IfThenElseZero(hn::Eq(x, x), hn::MulAdd(Round::Do(d, t, t), s, hn::Zero(d)));
+#endif
 }
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -2039,7 +2048,7 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecMarkstein(D d, V x, V
 template <class Round, class D, class V = hn::Vec<D>>
 HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
   const V t = hn::Min(hn::Max(V{DivideMarkstein(x.raw, f.raw, r.raw)}, lo), hi);
-  return hn::Mul(hn::Add(Round::Do(d, t, t), hn::Zero(d)), s);
+  return hn::MulAdd(Round::Do(d, t, t), s, hn::Zero(d));
 }
 #endif
 
@@ -2061,6 +2070,34 @@ HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
   (void)r;
   return FakeQuantizeVec<Round, kDivide>(d, x, f, lo, hi, s);
 }
+
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Four vectors of offsets R(t) <= hi - z (int32, 64 values) to bytes. Only the upper clamp was
+// done in float (4 Max less per 64 values). Below, saturation clamps: int32 -> int16
+// saturating, + z saturating, -> bytes saturating, then one byte Max with qmin. Every step is
+// monotone and exact inside its range, so the result is clamp(v + z, qmin, qmax) as with the
+// float clamps (|z| <= 255 keeps a saturated -32768 + z negative). z16: z in every int16 lane.
+template <class Out>
+struct ByteBlockPacker {
+  __m512i z16, qmin8, order;
+  HWY_INLINE ByteBlockPacker(__m512i z16_, float qmin)
+      : z16(z16_),
+        qmin8(_mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmin)))),
+        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
+  template <bool kStream>
+  HWY_INLINE void Store(__m512i v0, __m512i v1, __m512i v2, __m512i v3, Out* HWY_RESTRICT q) const {
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
+    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2, v3), z16);
+    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
+                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
+    const __m512i out = _mm512_permutexvar_epi32(order, r);
+    if constexpr (kStream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(q), out);
+    else
+      _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
+  }
+};
+#endif
 
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
 // the elements done. kMarkstein (AVX-512, dividing): vectors 1 and 3 of each block divide with
@@ -2099,29 +2136,14 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
     const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
     if constexpr (sizeof(Out) == 1) {
-      // Bytes: only the upper clamp in float (4 Max less per 64 values). Below, saturation
-      // clamps: int32 -> int16 saturating, + z saturating, -> bytes saturating, then one byte
-      // Max with qmin. v <= hi - z, and every step is monotone and exact inside its range, so
-      // the result is clamp(v + z, qmin, qmax) as with the float clamps (|z| <= 255 keeps a
-      // saturated -32768 + z negative).
-      constexpr bool kSigned = std::is_signed<Out>::value;
-      const __m512i z16 = _mm512_set1_epi16(static_cast<std::int16_t>(zero));
-      const __m512i qmin8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(a.qmin)));
-      const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+      // Bytes: only the upper clamp in float; ByteBlockPacker does the rest.
+      const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
       for (; i + 4 * N <= n; i += 4 * N) {
         const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
         const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
         const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
         const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi);
-        const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
-        const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
-        const __m512i r = kSigned ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
-                                  : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
-        const __m512i out = _mm512_permutexvar_epi32(order, r);
-        if constexpr (kStream)
-          _mm512_stream_si512(reinterpret_cast<__m512i*>(q + i), out);
-        else
-          _mm512_storeu_si512(reinterpret_cast<void*>(q + i), out);
+        pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q + i);
       }
     }
 #endif
@@ -2147,8 +2169,8 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
                                        float zero, float scale) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
-    // From two blocks on: one-block runs (the 64-element rows of small per-channel tensors)
-    // measured slower with it, also with 1 / s precomputed by the front end (cause not found).
+    // From two blocks on: one run of one block does not repay 1 / s and its broadcast. Rows of
+    // one block (small per-channel tensors) take QuantizeRowsMarkstein instead.
     if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor))
       return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, true>(a, x, q, n, factor, zero, scale);
   }
@@ -2269,6 +2291,111 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Dividing rows of whole blocks and more (per-channel rows of small tensors: often one block),
+// half of each block with Markstein's division as in QuantizeBlocks4. Per row the constants are
+// only broadcast from memory (a load each): the row constants 1 / s, qmin - z, qmax - z and z
+// as two int16 are computed first, 64 rows at a time with vectors. A broadcast from a register
+// is a shuffle per constant and row, on the unit the block's packs need; with those and a
+// scalar 1 / s per row, one-block rows were slower with Markstein than without.
+constexpr std::size_t kRowChunk = 64;
+
+template <class Out, class Round>
+HWY_INLINE void QuantizeRowsMarkstein(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
+                                      std::ptrdiff_t sq, std::size_t count, std::size_t n,
+                                      std::int64_t at, std::int64_t dat) {
+  constexpr bool kFake = std::is_same<Out, float>::value;
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  // Locals: byte stores may alias *a.
+  const float qmin = a.qmin, qmax = a.qmax;
+  const float* const factor = a.factor;
+  const float* const zero = a.zero;
+  const float* const scale = a.scale;
+  const ByteBlockPacker<Out> pack(_mm512_setzero_si512(), qmin);
+  HWY_ALIGN float rf[kRowChunk], rr[kRowChunk], rlo[kRowChunk], rhi[kRowChunk], rs[kRowChunk];
+  HWY_ALIGN std::int32_t rz[kRowChunk];
+  for (std::size_t c0 = 0; c0 < count; c0 += kRowChunk) {
+    const std::size_t m = count - c0 < kRowChunk ? count - c0 : kRowChunk;
+    const std::int64_t at0 = at + static_cast<std::int64_t>(c0) * dat;
+    // The parameters of the chunk's rows: read in place when contiguous, else gathered first.
+    const float* pf = factor + at0;
+    const float* pz = zero + at0;
+    const float* ps = kFake ? scale + at0 : nullptr;
+    if (dat != 1) {
+      for (std::size_t k = 0; k < m; ++k) {
+        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
+        rf[k] = factor[p];
+        rhi[k] = zero[p];
+        if constexpr (kFake) rs[k] = scale[p];
+      }
+      pf = rf;
+      pz = rhi;
+      ps = rs;
+    }
+    auto markstein = hn::FirstN(d, N);
+    const V vmin = hn::Set(d, qmin), vmax = hn::Set(d, qmax);
+    for (std::size_t k = 0; k < m; k += N) {
+      // Lanes past m: factor 1, zero 0, scale 1 (computed, never used).
+      const auto in = hn::FirstN(d, m - k);
+      const V f = hn::IfThenElse(in, hn::MaskedLoad(in, d, pf + k), hn::Set(d, 1.0f));
+      const V z = hn::MaskedLoad(in, d, pz + k);
+      if constexpr (kFake) hn::Store(hn::IfThenElse(in, hn::MaskedLoad(in, d, ps + k), f), d, rs + k);
+      hn::Store(f, d, rf + k);
+      markstein = hn::And(markstein, hn::And(hn::Ge(f, hn::Set(d, 0x1p-100f)), hn::Le(f, hn::Set(d, 0x1p100f))));
+      hn::Store(hn::Div(hn::Set(d, 1.0f), f), d, rr + k);
+      hn::Store(hn::Sub(vmax, z), d, rhi + k);
+      hn::Store(hn::Sub(vmin, z), d, rlo + k);
+      const auto zi = hn::ConvertTo(di, z);  // small integers
+      hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+    }
+    if (!hn::AllTrue(d, markstein)) {  // some scale outside [2^-100, 2^100]: as QuantizeRows does
+      std::int64_t p = at0;
+      for (std::size_t k = 0; k < m; ++k, x += sx, q += sq, p += dat)
+        QuantizeConstantRun<Out, Round, true>(a, x, q, n, factor + p, zero + p, kFake ? scale + p : nullptr);
+      continue;
+    }
+    for (std::size_t k = 0; k < m; ++k, x += sx, q += sq) {
+      const V f = hn::Set(d, rf[k]);
+      const V r = hn::Set(d, rr[k]);
+      const V hi = hn::Set(d, rhi[k]);
+      std::size_t i = 0;
+      if constexpr (kFake) {
+        const V lo = hn::Set(d, rlo[k]);
+        const V s = hn::Set(d, rs[k]);
+        for (; i + 4 * N <= n; i += 4 * N) {
+          const V y0 = FakeQuantizeVec<Round, true>(d, hn::LoadU(d, x + i), f, lo, hi, s);
+          const V y1 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
+          const V y2 = FakeQuantizeVec<Round, true>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
+          const V y3 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
+          hn::StoreU(y0, d, q + i);
+          hn::StoreU(y1, d, q + i + N);
+          hn::StoreU(y2, d, q + i + 2 * N);
+          hn::StoreU(y3, d, q + i + 3 * N);
+        }
+      } else {
+        ByteBlockPacker<Out> row_pack = pack;
+        row_pack.z16 = _mm512_set1_epi32(rz[k]);
+        for (; i + 4 * N <= n; i += 4 * N) {
+          const auto v0 = QuantizeOffsetVec<Round, true, false>(d, hn::LoadU(d, x + i), f, hi, hi);
+          const auto v1 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, hi);
+          const auto v2 = QuantizeOffsetVec<Round, true, false>(d, hn::LoadU(d, x + i + 2 * N), f, hi, hi);
+          const auto v3 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi);
+          row_pack.template Store<false>(v0.raw, v1.raw, v2.raw, v3.raw, q + i);
+        }
+      }
+      if (i < n) {
+        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
+        QuantizeLoop<Out, Round, true, false>(a, x + i, q + i, n - i, factor + p, zero + p,
+                                              kFake ? scale + p : nullptr, nullptr);
+      }
+    }
+  }
+}
+#endif
+
 // Short rows with constant parameters (per-channel rows of small tensors): one call for all,
 // the row body inlined, so that the core overlaps the rows' dependency chains.
 template <class Out, class Round, bool kDivide>
@@ -2276,6 +2403,14 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
                   std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    if constexpr (kDivide && kMarksteinRounding<Round>) {
+      if (!a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<float>())) {
+        QuantizeRowsMarkstein<Out, Round>(a, x, sx, q, sq, count, n, at, dat);
+        return;
+      }
+    }
+#endif
     if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
       for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
         QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, a.factor + at, a.zero + at,
