@@ -251,8 +251,9 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
     // zero point. The short-row kernel (AVX-512: rows of whole blocks, constants computed for
     // 64 rows at a time) takes Markstein's division only when all scales of a 64-row chunk are
     // in its bounds: `scales` (some past them, the other kernel), then 150 rows of in-bound
-    // scales (chunks of 64, 64, 22). Rows of one block (64), blocks and a tail, 4 blocks + 1;
-    // specials put in every vector of each row (vectors 1 and 3 divide the other way).
+    // scales (chunks of 64, 64, 22). Rows of one pair of vectors (32: per-group blocks), a pair
+    // and a vector, one block (64), blocks and a tail, 4 blocks + a pair + a tail; specials put
+    // in every vector of each row (vectors 1 and 3 divide the other way). Also x * (1/s).
     std::vector<float> inside;
     for (float s : scales)
       if (s >= 0x1p-100f && s <= 0x1p100f) inside.push_back(s);
@@ -260,7 +261,8 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
     for (std::size_t r = 0; r < 150; ++r) many.push_back(inside[(r * 7) % inside.size()]);
     for (const std::vector<float>* set : {&scales, &many}) {
       const std::size_t rows = set->size();
-      for (std::size_t cols : {std::size_t{64}, std::size_t{131}, std::size_t{4 * 64 + 16}}) {
+      for (std::size_t cols : {std::size_t{32}, std::size_t{48}, std::size_t{64}, std::size_t{131},
+                               std::size_t{4 * 64 + 32 + 7}}) {
         CAPTURE(rows);
         CAPTURE(cols);
         std::vector<float> xm;
@@ -292,6 +294,13 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
             qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding);
             qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
                                       qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
+            QK_CHECK_SAME(got, want, xm);
+            qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding,
+                              qk::ScaleApplicationKind::multiply_by_reciprocal);
+            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                      qks::QuantizeOptions{}.with_rounding(mode).with_application(
+                                          qk::ScaleApplicationKind::multiply_by_reciprocal),
+                                      got.data(), &k);
             QK_CHECK_SAME(got, want, xm);
             std::vector<float> fwant(rows * cols), fgot(rows * cols);
             qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), shape), rounding);
