@@ -446,3 +446,29 @@ TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the re
     }
   }
 }
+
+// The View dequantize takes any zero point inside the parameters' range, also far outside the
+// input type, where the kernels' int32 q - z would wrap: those run the reference.
+TEST_CASE_TEMPLATE("simd: View dequantize of narrow types with zero points far outside the type equals the reference",
+                   Q, std::int8_t, std::uint8_t, std::int16_t, std::uint16_t) {
+  std::vector<Q> q(1037);
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = i % 3 == 0 ? std::numeric_limits<Q>::min() : i % 3 == 1 ? std::numeric_limits<Q>::max() : static_cast<Q>(i);
+  const qk::Dims shape{static_cast<std::int64_t>(q.size())};
+  for (std::int32_t zp : {kI32Min, kI32Min + 1, -70000, 70000, kI32Max - 1, kI32Max}) {
+    CAPTURE(zp);
+    qk::QuantParams p;
+    p.scale = {1.0f};
+    p.zero_point = {zp};
+    p.range = simd_test::range_of<std::int32_t>();
+    std::vector<float> want(q.size()), got(q.size());
+    qk::ref::dequantize(qk::View<const Q>(q.data(), shape), p, qk::View<float>(want.data(), shape));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::fill(got.begin(), got.end(), 0.0f);
+      qks::dequantize(qk::View<const Q>(q.data(), shape), p, qk::View<float>(got.data(), shape), *k);
+      QK_CHECK_SAME(got, want, q);
+    }
+  }
+}

@@ -113,17 +113,27 @@ bool range_ok(IntRange r) {
   }
 }
 
+// Whether every zero point lies in [lo, hi]: one branch-free pass, as scales_valid.
+inline bool zero_points_within(const std::int32_t* zero_points, std::size_t count, std::int64_t lo,
+                               std::int64_t hi) {
+  int bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < lo) | (zero_points[i] > hi);
+  return bad == 0;
+}
+
 // Whether the kernels cover dequantizing In with these zero points: they subtract in int32,
-// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point).
+// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point), and
+// so can narrower inputs with a zero point far outside their type (the View API takes any zero
+// point inside the parameters' range; the raw calls reject those).
 template <class In>
 bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   if constexpr (std::is_same<In, std::int32_t>::value) {
     for (std::size_t i = 0; i < n; ++i)
       if (zero_points[i] != 0) return false;
+    return true;
+  } else {
+    return zero_points_within(zero_points, n, std::numeric_limits<In>::min(), std::numeric_limits<In>::max());
   }
-  (void)zero_points;
-  (void)n;
-  return true;
 }
 
 // Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
@@ -264,14 +274,6 @@ inline bool scales_valid(const float* scales, std::size_t count) {
   int bad = 0;
   for (std::size_t i = 0; i < count; ++i)
     bad |= !(scales[i] > 0.0f) | !(scales[i] <= std::numeric_limits<float>::max());
-  return bad == 0;
-}
-
-// Whether every zero point lies in [lo, hi]: one branch-free pass, as scales_valid.
-inline bool zero_points_within(const std::int32_t* zero_points, std::size_t count, std::int64_t lo,
-                               std::int64_t hi) {
-  int bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < lo) | (zero_points[i] > hi);
   return bad == 0;
 }
 
