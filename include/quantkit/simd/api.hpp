@@ -29,6 +29,11 @@
 // do not cover, all outside what quantkit's own schemes produce: a quantization range wider
 // than the output type (the reference wraps) or beyond +-2^24 (int32 outputs), requantization
 // constants outside the schemes' domains (shifts beyond 31), and non-float/non-integer types.
+// Bad input throws quantkit::Error naming the function, the argument (scale[c], zero_point[c],
+// constants[c].shift) and the value, before any output is written: scales not finite and > 0,
+// zero points outside the quantization range (quantize) or the input type (raw dequantize),
+// fixed-point shifts where the arithmetic is undefined (beyond [-62, 32], single rounding
+// [-32, 30]).
 #pragma once
 
 #include <cmath>
