@@ -29,6 +29,11 @@
 // do not cover, all outside what quantkit's own schemes produce: a quantization range wider
 // than the output type (the reference wraps) or beyond +-2^24 (int32 outputs), requantization
 // constants outside the schemes' domains (shifts beyond 31), and non-float/non-integer types.
+// Bad input throws quantkit::Error naming the function, the argument (scale[c], zero_point[c],
+// constants[c].shift) and the value, before any output is written: scales not finite and > 0,
+// zero points outside the quantization range (quantize) or the input type (raw dequantize),
+// fixed-point shifts where the arithmetic is undefined (beyond [-62, 32], single rounding
+// [-32, 30]).
 #pragma once
 
 #include <cmath>
@@ -113,17 +118,27 @@ bool range_ok(IntRange r) {
   }
 }
 
+// Whether every zero point lies in [lo, hi]: one branch-free pass, as scales_valid.
+inline bool zero_points_within(const std::int32_t* zero_points, std::size_t count, std::int64_t lo,
+                               std::int64_t hi) {
+  int bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < lo) | (zero_points[i] > hi);
+  return bad == 0;
+}
+
 // Whether the kernels cover dequantizing In with these zero points: they subtract in int32,
-// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point).
+// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point), and
+// so can narrower inputs with a zero point far outside their type (the View API takes any zero
+// point inside the parameters' range; the raw calls reject those).
 template <class In>
 bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   if constexpr (std::is_same<In, std::int32_t>::value) {
     for (std::size_t i = 0; i < n; ++i)
       if (zero_points[i] != 0) return false;
+    return true;
+  } else {
+    return zero_points_within(zero_points, n, std::numeric_limits<In>::min(), std::numeric_limits<In>::max());
   }
-  (void)zero_points;
-  (void)n;
-  return true;
 }
 
 // Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
@@ -267,14 +282,23 @@ inline bool scales_valid(const float* scales, std::size_t count) {
   return bad == 0;
 }
 
-inline void check_scale(float scale, std::int32_t zero_point, IntRange r) {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    quantkit::detail::fail("simd: scale is ", scale, "; expected a finite value > 0");
-  if (r.qmin >= r.qmax)
-    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax, "] is empty; expected qmin < qmax");
-  if (zero_point < r.qmin || zero_point > r.qmax)
-    quantkit::detail::fail("simd: zero point ", zero_point, "; expected a value in [", r.qmin, ", ",
-                           r.qmax, "]");
+// After a branch-free check failed: throws naming the first bad scale or zero point of a raw
+// call, e.g. "simd::quantize_per_channel: scale[3] is nan; expected a finite value > 0".
+// `what` is the entry point; `indexed`: per channel ("scale[3]") or per tensor ("scale");
+// zero points must lie in [zlo, zhi], which `zwhat` explains.
+inline void fail_raw_params(const char* what, bool indexed, const float* scales,
+                            const std::int32_t* zero_points, std::size_t count, std::int64_t zlo,
+                            std::int64_t zhi, const char* zwhat) {
+  const auto arg = [indexed](const char* name, std::size_t c) {
+    return indexed ? std::string(name) + "[" + std::to_string(c) + "]" : std::string(name);
+  };
+  for (std::size_t c = 0; c < count; ++c) {
+    if (!(scales[c] > 0.0f) || !std::isfinite(scales[c]))
+      quantkit::detail::fail(what, ": ", arg("scale", c), " is ", scales[c], "; expected a finite value > 0");
+    if (zero_points[c] < zlo || zero_points[c] > zhi)
+      quantkit::detail::fail(what, ": ", arg("zero_point", c), " is ", zero_points[c], "; expected a value in [",
+                             zlo, ", ", zhi, "]", zwhat);
+  }
 }
 
 template <class Q>
@@ -568,6 +592,33 @@ struct requant_rounding<Scheme, std::void_t<typename Scheme::rounding>> {
   static constexpr RoundingMode value = kernel_rounding<typename Scheme::rounding>();
 };
 
+// The fixed-point schemes' shifts where their arithmetic is defined (the reference runs the
+// shifts the kernels do not cover, beyond +-31): double rounding x * 2^left in int64 and
+// x / 2^right with 2^right in int64, left <= 32, right <= 62; single rounding 31 - shift in
+// [1, 63]. Checked before any shift is negated (-INT_MIN is undefined): one branch-free pass,
+// the first bad shift named only on failure.
+template <class Scheme>
+void check_requant_shifts(const RequantParams<Scheme>& p, const std::string& layer) {
+  constexpr RequantScheme s = Scheme::scheme;
+  if constexpr (s == RequantScheme::fixed_point || s == RequantScheme::fixed_point_single) {
+    constexpr int kLo = s == RequantScheme::fixed_point ? -62 : -32;
+    constexpr int kHi = s == RequantScheme::fixed_point ? 32 : 30;
+    const typename Scheme::Constants* const pc = p.constants.data();
+    const std::size_t n = p.constants.size();
+    int bad = 0;
+    for (std::size_t c = 0; c < n; ++c) bad |= (pc[c].shift < kLo) | (pc[c].shift > kHi);
+    if (bad == 0) return;
+    for (std::size_t c = 0; c < n; ++c)
+      if (pc[c].shift < kLo || pc[c].shift > kHi)
+        quantkit::detail::fail("simd::requantize: ", layer.empty() ? std::string() : "layer '" + layer + "': ",
+                               "constants[", c, "].shift is ", pc[c].shift, "; expected a shift in [", kLo,
+                               ", ", kHi, "] (", quantkit::to_string(s), ")");
+  } else {
+    (void)p;
+    (void)layer;
+  }
+}
+
 template <class Scheme>
 constexpr bool requant_supported() {
   constexpr RequantScheme s = Scheme::scheme;
@@ -589,6 +640,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
   static_assert(std::is_same<std::remove_const_t<Acc>, std::int32_t>::value,
                 "simd::requantize: accumulators must be std::int32_t");
   using O = std::remove_const_t<Out>;
+  detail::check_requant_shifts<Scheme>(p, layer);  // before any path negates or shifts by one
   if constexpr (!detail::requant_supported<Scheme>() || !detail::is_kernel_int_v<O>) {
     ref::requantize(acc, p, out, layer);
   } else {
@@ -715,32 +767,35 @@ struct QuantizeOptions {
 };
 
 namespace detail {
-// write_plan(Plan&) fills the plan in place.
+// write_plan(Plan&) fills the plan in place; `what` names the entry point in the errors,
+// `indexed` whether its parameters are per channel (scale[c]) or per tensor (scale).
 template <class Q, class WritePlan>
-void raw_quantize(const float* x, const WritePlan& write_plan, const float* scales, const std::int32_t* zero_points,
-                  std::size_t count, const QuantizeOptions& o, Q* out, const Kernels* kernels) {
+void raw_quantize(const char* what, bool indexed, const float* x, const WritePlan& write_plan,
+                  const float* scales, const std::int32_t* zero_points, std::size_t count,
+                  const QuantizeOptions& o, Q* out, const Kernels* kernels) {
   static_assert(is_kernel_int_v<Q> || std::is_same<Q, float>::value,
                 "simd::quantize: output must be int8/uint8/int16/uint16/int32 (float: fake_quantize)");
   if (o.rounding == RoundingMode::custom || o.rounding == RoundingMode::stochastic)
-    quantkit::detail::fail("simd::quantize: raw-pointer calls take a built-in deterministic rounding "
+    quantkit::detail::fail(what, ": raw-pointer calls take a built-in deterministic rounding "
                            "mode; pass RoundStochastic/custom policies to the View overload");
   IntRange r;
   if (o.has_range) {
     r = o.range;
   } else if constexpr (std::is_same<Q, float>::value || std::is_same<Q, std::int32_t>::value) {
-    quantkit::detail::fail("simd: float/int32 outputs need an explicit range (QuantizeOptions::with_range)");
+    quantkit::detail::fail(what, ": float/int32 outputs need an explicit range (QuantizeOptions::with_range)");
   } else {
     r = full_range<Q>();
   }
   if (!range_ok<Q>(r))
-    quantkit::detail::fail("simd: integer range [", r.qmin, ", ", r.qmax,
+    quantkit::detail::fail(what, ": integer range [", r.qmin, ", ", r.qmax,
                            "] does not fit the output type (or exceeds +-2^24)");
-  // Branch-free passes first (per-channel calls check every channel on every call); the
-  // per-element checks then name the first bad value.
-  int bad = !(r.qmin < r.qmax) | !scales_valid(scales, count);
-  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < r.qmin) | (zero_points[i] > r.qmax);
-  if (bad)
-    for (std::size_t i = 0; i < count; ++i) check_scale(scales[i], zero_points[i], r);
+  if (r.qmin >= r.qmax)
+    quantkit::detail::fail(what, ": integer range [", r.qmin, ", ", r.qmax, "] is empty; expected qmin < qmax");
+  // Branch-free passes first (per-channel calls check every channel on every call); only when
+  // they fail, the first bad scale or zero point is named. Zero points in [qmin, qmax], which
+  // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
+  if (!scales_valid(scales, count) || !zero_points_within(zero_points, count, r.qmin, r.qmax))
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   ParamArray<float> factor(count), zero(count);
   const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
   QuantizeArgs a;
@@ -778,8 +833,8 @@ inline void rows_plan(std::size_t rows, std::size_t cols, int axis, Plan& plan) 
 template <class Q>
 void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point,
               const QuantizeOptions& options, Q* out, const Kernels* kernels = nullptr) {
-  detail::raw_quantize(x, [n](Plan& plan) { detail::contiguous_plan(n, plan); }, &scale, &zero_point, 1,
-                       options, out, kernels);
+  detail::raw_quantize("simd::quantize", false, x, [n](Plan& plan) { detail::contiguous_plan(n, plan); },
+                       &scale, &zero_point, 1, options, out, kernels);
 }
 template <class Q>
 void quantize(const float* x, std::size_t n, float scale, std::int32_t zero_point, Q* out,
@@ -796,7 +851,8 @@ void quantize_per_channel(const float* x, std::size_t rows, std::size_t cols, in
                           const Kernels* kernels = nullptr) {
   if (axis != 0 && axis != 1)
     quantkit::detail::fail("simd::quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
-  detail::raw_quantize(x, [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
+  detail::raw_quantize("simd::quantize_per_channel", true, x,
+                       [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
                        axis == 0 ? rows : cols, options, out, kernels);
 }
 template <class Q>
@@ -812,8 +868,8 @@ template <class T>
 void fake_quantize(const T* x, std::size_t n, float scale, std::int32_t zero_point,
                    const QuantizeOptions& options, float* y, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::fake_quantize: input must be float");
-  detail::raw_quantize(x, [n](Plan& plan) { detail::contiguous_plan(n, plan); }, &scale, &zero_point, 1,
-                       options, y, kernels);
+  detail::raw_quantize("simd::fake_quantize", false, x, [n](Plan& plan) { detail::contiguous_plan(n, plan); },
+                       &scale, &zero_point, 1, options, y, kernels);
 }
 
 // fake_quantize per row (axis 0) or per column (axis 1) of a row-major [rows, cols] matrix, as
@@ -826,16 +882,36 @@ void fake_quantize_per_channel(const T* x, std::size_t rows, std::size_t cols, i
   static_assert(std::is_same<T, float>::value, "simd::fake_quantize_per_channel: input must be float");
   if (axis != 0 && axis != 1)
     quantkit::detail::fail("simd::fake_quantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
-  detail::raw_quantize(x, [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
+  detail::raw_quantize("simd::fake_quantize_per_channel", true, x,
+                       [&](Plan& plan) { detail::rows_plan(rows, cols, axis, plan); }, scales, zero_points,
                        axis == 0 ? rows : cols, options, y, kernels);
 }
 
-// Per tensor: x[i] = float(q[i] - zero_point) * scale.
+namespace detail {
+// The raw dequantize calls' checks: every scale finite and > 0 (as the View dequantize and
+// quantize check them) and every zero point a value of In (as ONNX's and quantize's zero
+// points are): branch-free passes, the first bad one named only on failure. Narrower zero
+// points would also break the kernels, which subtract q - z in int32 (int32 inputs with a
+// nonzero zero point run the reference, exact in int64).
+template <class In>
+void check_dequantize_params(const char* what, bool indexed, const float* scales,
+                             const std::int32_t* zero_points, std::size_t count) {
+  constexpr std::int64_t lo = std::numeric_limits<In>::min();
+  constexpr std::int64_t hi = std::numeric_limits<In>::max();
+  bool ok = scales_valid(scales, count);
+  if constexpr (!std::is_same<In, std::int32_t>::value) ok = ok && zero_points_within(zero_points, count, lo, hi);
+  if (!ok) fail_raw_params(what, indexed, scales, zero_points, count, lo, hi, " (the input type's range)");
+}
+}  // namespace detail
+
+// Per tensor: x[i] = float(q[i] - zero_point) * scale; scale finite and > 0, zero_point a
+// value of Q.
 template <class Q>
 void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point, float* x,
                 const Kernels* kernels = nullptr) {
   static_assert(detail::is_kernel_int_v<Q>,
                 "simd::dequantize: input must be int8/uint8/int16/uint16/int32");
+  detail::check_dequantize_params<Q>("simd::dequantize", false, &scale, &zero_point, 1);
   if (!detail::dequantize_covered<Q>(&zero_point, 1)) {
     for (std::size_t i = 0; i < n; ++i) x[i] = ref::dequantize_value(q[i], scale, zero_point);
     return;
@@ -852,7 +928,8 @@ void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point,
 
 // Per row (axis 0) or per column (axis 1) of a row-major [rows, cols] matrix:
 // x[i][j] = float(q[i][j] - zero_points[c]) * scales[c], c = i (axis 0) or j (axis 1).
-// Every scale must be finite and > 0 (as the View dequantize checks them).
+// Every scale must be finite and > 0 (as the View dequantize checks them), every zero point a
+// value of Q.
 template <class Q>
 void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int axis,
                             const float* scales, const std::int32_t* zero_points, float* x,
@@ -862,12 +939,7 @@ void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int 
   if (axis != 0 && axis != 1)
     quantkit::detail::fail("simd::dequantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
   const std::size_t count = axis == 0 ? rows : cols;
-  if (!detail::scales_valid(scales, count)) {
-    for (std::size_t c = 0; c < count; ++c)
-      if (!(scales[c] > 0.0f) || !std::isfinite(scales[c]))
-        quantkit::detail::fail("simd::dequantize_per_channel: scale[", c, "] is ", scales[c],
-                               "; expected a finite value > 0");
-  }
+  detail::check_dequantize_params<Q>("simd::dequantize_per_channel", true, scales, zero_points, count);
   if (!detail::dequantize_covered<Q>(zero_points, count)) {
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t j = 0; j < cols; ++j) {

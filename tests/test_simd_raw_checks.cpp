@@ -1,0 +1,474 @@
+// The raw-pointer SIMD API's input checks: bad scales, zero points and requantization shifts
+// throw quantkit::Error naming the function, the argument (and channel index) and the value
+// found, before anything is written; the values at the edges of what is accepted give the
+// scalar reference's results on every compiled target.
+#include "test_simd_common.hpp"
+
+#include <sstream>
+
+namespace {
+
+using simd_test::kI32Max;
+using simd_test::kI32Min;
+using simd_test::kInf;
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kSentinelF = std::nanf("0x5a5");
+
+template <class T>
+std::string str(T v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+template <class T>
+bool all_sentinel(const std::vector<T>& v, T sentinel) {
+  for (const T& e : v)
+    if (!simd_test::same(e, sentinel)) return false;
+  return true;
+}
+
+// The message of the call f() throws as quantkit::Error ("" when it does not throw).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const qk::Error& e) {
+    return e.what();
+  }
+  return std::string();
+}
+
+// Inputs that reach every branch of the kernels: the clamps on both sides, +-inf, NaN, ties,
+// values around 0, over 1037 elements (whole blocks of 4 vectors, single vectors and a tail
+// on every target).
+std::vector<float> raw_inputs(float scale) {
+  std::mt19937 rng(11);
+  std::vector<float> x(1037);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    switch (i % 9) {
+      case 0: x[i] = kInf; break;
+      case 1: x[i] = -kInf; break;
+      case 2: x[i] = kNaN; break;
+      case 3: x[i] = 3e38f; break;
+      case 4: x[i] = -3e38f; break;
+      case 5: x[i] = (static_cast<float>(i % 97) - 48.0f + 0.5f) * scale; break;  // ties
+      default: x[i] = u(rng) * scale * 70000.0f; break;
+    }
+  }
+  return x;
+}
+
+// Quantizes with the raw API on every target, per tensor and per channel (axis 1 of [61, 17]
+// with every column's zero point `zp`), and compares with ref::quantize.
+template <class Q>
+void check_raw_quantize_equals_ref(qk::IntRange range, std::int32_t zp, bool explicit_range) {
+  const float scale = 0.37f;
+  const std::vector<float> x = raw_inputs(scale);
+  const std::size_t n = x.size();
+  qk::QuantParams p;
+  p.scale = {scale};
+  p.zero_point = {zp};
+  p.range = range;
+  std::vector<Q> want(n);
+  const qk::Dims shape{static_cast<std::int64_t>(n)};
+  if constexpr (std::is_same<Q, float>::value)
+    qk::ref::fake_quantize(qk::View<const float>(x.data(), shape), p, qk::View<float>(want.data(), shape));
+  else
+    qk::ref::quantize(qk::View<const float>(x.data(), shape), p, qk::View<Q>(want.data(), shape));
+  const auto o = explicit_range ? qks::QuantizeOptions{}.with_range(range) : qks::QuantizeOptions{};
+  const std::vector<float> scales(17, scale);
+  const std::vector<std::int32_t> zps(17, zp);
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    const std::string target = k->name;
+    CAPTURE(target);
+    std::vector<Q> got(n), got_pc(n);
+    if constexpr (std::is_same<Q, float>::value) {
+      qks::fake_quantize(x.data(), n, scale, zp, o, got.data(), *k);
+      qks::fake_quantize_per_channel(x.data(), 61, 17, 1, scales.data(), zps.data(), o, got_pc.data(), *k);
+    } else {
+      qks::quantize(x.data(), n, scale, zp, o, got.data(), *k);
+      qks::quantize_per_channel(x.data(), 61, 17, 1, scales.data(), zps.data(), o, got_pc.data(), *k);
+    }
+    QK_CHECK_SAME(got, want, x);
+    QK_CHECK_SAME(got_pc, want, x);
+  }
+}
+
+// Dequantizes q over Q's range with the raw API on every target, per tensor and per channel
+// (axis 1 of [61, 17]), and compares with ref::dequantize_value.
+template <class Q>
+void check_raw_dequantize_equals_ref(float scale, std::int32_t zp) {
+  std::mt19937 rng(5);
+  std::vector<Q> q(1037);
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = i % 5 == 0 ? std::numeric_limits<Q>::min()
+           : i % 5 == 1 ? std::numeric_limits<Q>::max()
+                        : static_cast<Q>(rng());
+  std::vector<float> want(q.size());
+  for (std::size_t i = 0; i < q.size(); ++i)
+    want[i] = qk::ref::dequantize_value(static_cast<std::int32_t>(q[i]), scale, zp);
+  const std::vector<float> scales(17, scale);
+  const std::vector<std::int32_t> zps(17, zp);
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    const std::string target = k->name;
+    CAPTURE(target);
+    std::vector<float> got(q.size(), kSentinelF), got_pc(q.size(), kSentinelF);
+    qks::dequantize(q.data(), q.size(), scale, zp, got.data(), *k);
+    qks::dequantize_per_channel(q.data(), 61, 17, 1, scales.data(), zps.data(), got_pc.data(), *k);
+    QK_CHECK_SAME(got, want, q);
+    QK_CHECK_SAME(got_pc, want, q);
+  }
+}
+
+// The bad scales every raw call rejects, as quantize's check does (finite and > 0).
+std::vector<float> bad_scales() {
+  return {0.0f, -0.0f, -0.5f, kNaN, -kNaN, kInf, -kInf, -1e-40f};
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ 1. dequantize's scale
+
+TEST_CASE_TEMPLATE("simd raw: dequantize per tensor rejects the scales quantize rejects", Q, std::int8_t,
+                   std::uint8_t, std::int16_t, std::uint16_t, std::int32_t) {
+  const Q q[5] = {1, 2, 3, 4, 5};
+  for (float s : bad_scales()) {
+    CAPTURE(s);
+    std::vector<float> y(5, kSentinelF);
+    const std::string msg = error_of([&] { qks::dequantize(q, 5, s, 0, y.data()); });
+    CHECK(msg == "quantkit: simd::dequantize: scale is " + str(s) + "; expected a finite value > 0");
+    CHECK(all_sentinel(y, kSentinelF));
+    CHECK_THROWS_AS(qks::dequantize(q, 5, s, 0, y.data(), *qks::available_kernels().back()), qk::Error);
+    CHECK(all_sentinel(y, kSentinelF));
+  }
+  // the edges quantize accepts: denormal and the largest finite scale
+  check_raw_dequantize_equals_ref<Q>(1e-40f, 0);
+  check_raw_dequantize_equals_ref<Q>(std::numeric_limits<float>::max(), 0);
+}
+
+// ------------------------------------------------------------------ 2. names and indices
+
+TEST_CASE("simd raw: bad scales are named with the function and the channel index") {
+  const float x[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const std::int32_t zps[5] = {0, 1, -1, 2, 0};
+  const auto o = qks::QuantizeOptions{}.with_range({-128, 127});
+  for (float s : bad_scales()) {
+    CAPTURE(s);
+    const float scales[5] = {0.1f, 0.2f, 0.3f, s, 0.5f};
+    const std::string tail = " is " + str(s) + "; expected a finite value > 0";
+    std::vector<std::int8_t> q(10, 77);
+    std::vector<float> y(10, kSentinelF);
+    // per channel: axis 1 of [2, 5] and axis 0 of [5, 2], channel 3
+    for (int axis : {0, 1}) {
+      CAPTURE(axis);
+      const std::size_t rows = axis == 0 ? 5 : 2, cols = axis == 0 ? 2 : 5;
+      CHECK(error_of([&] { qks::quantize_per_channel(x, rows, cols, axis, scales, zps, q.data()); }) ==
+            "quantkit: simd::quantize_per_channel: scale[3]" + tail);
+      CHECK(error_of([&] { qks::fake_quantize_per_channel(x, rows, cols, axis, scales, zps, o, y.data()); }) ==
+            "quantkit: simd::fake_quantize_per_channel: scale[3]" + tail);
+      CHECK(error_of([&] { qks::dequantize_per_channel(q.data(), rows, cols, axis, scales, zps, y.data()); }) ==
+            "quantkit: simd::dequantize_per_channel: scale[3]" + tail);
+    }
+    // per tensor
+    CHECK(error_of([&] { qks::quantize(x, 10, s, 0, q.data()); }) == "quantkit: simd::quantize: scale" + tail);
+    CHECK(error_of([&] { qks::fake_quantize(x, 10, s, 0, o, y.data()); }) ==
+          "quantkit: simd::fake_quantize: scale" + tail);
+    CHECK(all_sentinel(q, std::int8_t{77}));
+    CHECK(all_sentinel(y, kSentinelF));
+  }
+  // the first bad channel is the one named, even with a later one bad too
+  const float two_bad[5] = {0.1f, kNaN, 0.3f, 0.0f, 0.5f};
+  std::vector<std::int8_t> q(10, 77);
+  CHECK(error_of([&] { qks::quantize_per_channel(x, 2, 5, 1, two_bad, zps, q.data()); }) ==
+        "quantkit: simd::quantize_per_channel: scale[1] is " + str(kNaN) + "; expected a finite value > 0");
+  // the rest of the call's checks name the function too
+  CHECK_THROWS_WITH_AS(qks::quantize_per_channel(x, 2, 5, 1, two_bad, zps, qks::QuantizeOptions{}.with_range({5, 5}),
+                                                 q.data()),
+                       "quantkit: simd::quantize_per_channel: integer range [5, 5] is empty; expected qmin < qmax",
+                       qk::Error);
+  std::vector<float> y(10, kSentinelF);
+  CHECK_THROWS_WITH_AS(qks::fake_quantize(x, 10, 0.1f, 0, qks::QuantizeOptions{}, y.data()),
+                       doctest::Contains("simd::fake_quantize: float/int32 outputs need an explicit range"), qk::Error);
+  CHECK(all_sentinel(y, kSentinelF));
+  CHECK(all_sentinel(q, std::int8_t{77}));
+}
+
+// ------------------------------------------------------------------ 3. zero points
+
+TEST_CASE_TEMPLATE("simd raw: quantize zero points at the type's edges equal the reference, one past throws", Q,
+                   std::int8_t, std::uint8_t, std::int16_t, std::uint16_t) {
+  const qk::IntRange full = simd_test::range_of<Q>();
+  for (std::int32_t zp : {full.qmin, full.qmin + 1, full.qmax - 1, full.qmax}) {
+    CAPTURE(zp);
+    check_raw_quantize_equals_ref<Q>(full, zp, false);
+  }
+  const float x[6] = {1, 2, 3, 4, 5, 6};
+  const float scales[3] = {0.1f, 0.2f, 0.3f};
+  const std::string in = "; expected a value in [" + str(full.qmin) + ", " + str(full.qmax) + "] (the quantization range)";
+  for (std::int32_t zp : {full.qmin - 1, full.qmax + 1, kI32Min, kI32Max}) {
+    CAPTURE(zp);
+    std::vector<Q> q(6, Q{42});
+    CHECK(error_of([&] { qks::quantize(x, 6, 0.1f, zp, q.data()); }) ==
+          "quantkit: simd::quantize: zero_point is " + str(zp) + in);
+    const std::int32_t zps[3] = {0 + full.qmin, full.qmax, zp};
+    CHECK(error_of([&] { qks::quantize_per_channel(x, 2, 3, 1, scales, zps, q.data()); }) ==
+          "quantkit: simd::quantize_per_channel: zero_point[2] is " + str(zp) + in);
+    CHECK(error_of([&] { qks::quantize_per_channel(x, 3, 2, 0, scales, zps, q.data()); }) ==
+          "quantkit: simd::quantize_per_channel: zero_point[2] is " + str(zp) + in);
+    CHECK(all_sentinel(q, Q{42}));
+  }
+}
+
+TEST_CASE("simd raw: int32 quantize and fake_quantize zero points at the range's edges (+-2^24)") {
+  const std::int32_t e = 1 << 24;
+  // the widest range the kernels cover, and a narrow one
+  for (qk::IntRange r : {qk::IntRange{-e, e}, qk::IntRange{-e, 0}, qk::IntRange{0, e}, qk::IntRange{-128, 127}}) {
+    CAPTURE(r.qmin);
+    CAPTURE(r.qmax);
+    for (std::int32_t zp : {r.qmin, r.qmin + 1, 0, r.qmax - 1, r.qmax}) {
+      CAPTURE(zp);
+      check_raw_quantize_equals_ref<std::int32_t>(r, zp, true);
+      check_raw_quantize_equals_ref<float>(r, zp, true);
+    }
+    const float x[6] = {1, 2, 3, 4, 5, 6};
+    const float scales[3] = {0.1f, 0.2f, 0.3f};
+    const std::string in = "; expected a value in [" + str(r.qmin) + ", " + str(r.qmax) + "] (the quantization range)";
+    const auto o = qks::QuantizeOptions{}.with_range(r);
+    for (std::int32_t zp : {r.qmin - 1, r.qmax + 1}) {
+      CAPTURE(zp);
+      std::vector<std::int32_t> q(6, 42);
+      std::vector<float> y(6, kSentinelF);
+      const std::int32_t zps[3] = {r.qmin, zp, r.qmax};
+      CHECK(error_of([&] { qks::quantize(x, 6, 0.1f, zp, o, q.data()); }) ==
+            "quantkit: simd::quantize: zero_point is " + str(zp) + in);
+      CHECK(error_of([&] { qks::fake_quantize(x, 6, 0.1f, zp, o, y.data()); }) ==
+            "quantkit: simd::fake_quantize: zero_point is " + str(zp) + in);
+      CHECK(error_of([&] { qks::quantize_per_channel(x, 2, 3, 1, scales, zps, o, q.data()); }) ==
+            "quantkit: simd::quantize_per_channel: zero_point[1] is " + str(zp) + in);
+      CHECK(error_of([&] { qks::fake_quantize_per_channel(x, 3, 2, 0, scales, zps, o, y.data()); }) ==
+            "quantkit: simd::fake_quantize_per_channel: zero_point[1] is " + str(zp) + in);
+      CHECK(all_sentinel(q, std::int32_t{42}));
+      CHECK(all_sentinel(y, kSentinelF));
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("simd raw: dequantize zero points at the type's edges equal the reference, one past throws", Q,
+                   std::int8_t, std::uint8_t, std::int16_t, std::uint16_t) {
+  const std::int32_t lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+  for (std::int32_t zp : {lo, lo + 1, hi - 1, hi}) {
+    CAPTURE(zp);
+    check_raw_dequantize_equals_ref<Q>(0.0173f, zp);
+  }
+  const Q q[6] = {1, 2, 3, 4, 5, 6};
+  const float scales[3] = {0.1f, 0.2f, 0.3f};
+  const std::string in = "; expected a value in [" + str(lo) + ", " + str(hi) + "] (the input type's range)";
+  // one past the type; far past (q - z would leave int32 in the kernels' subtraction)
+  for (std::int32_t zp : {lo - 1, hi + 1, kI32Min, kI32Max, 300, -300}) {
+    if (zp >= lo && zp <= hi) continue;  // 300: inside int16/uint16
+    CAPTURE(zp);
+    std::vector<float> y(6, kSentinelF);
+    CHECK(error_of([&] { qks::dequantize(q, 6, 0.1f, zp, y.data()); }) ==
+          "quantkit: simd::dequantize: zero_point is " + str(zp) + in);
+    const std::int32_t zps[3] = {lo, hi, zp};
+    CHECK(error_of([&] { qks::dequantize_per_channel(q, 2, 3, 1, scales, zps, y.data()); }) ==
+          "quantkit: simd::dequantize_per_channel: zero_point[2] is " + str(zp) + in);
+    CHECK(error_of([&] { qks::dequantize_per_channel(q, 3, 2, 0, scales, zps, y.data()); }) ==
+          "quantkit: simd::dequantize_per_channel: zero_point[2] is " + str(zp) + in);
+    CHECK(all_sentinel(y, kSentinelF));
+  }
+}
+
+TEST_CASE("simd raw: int32 dequantize takes every int32 zero point, exactly (q - z in int64)") {
+  for (std::int32_t zp : {kI32Min, kI32Min + 1, -1, 0, 1, kI32Max - 1, kI32Max}) {
+    CAPTURE(zp);
+    check_raw_dequantize_equals_ref<std::int32_t>(1e-9f, zp);
+  }
+  // e.g. q = INT32_MAX, z = INT32_MIN: q - z = 2^32 - 1, not wrapped to -1
+  const std::int32_t q[2] = {kI32Max, kI32Min};
+  float y[2] = {0, 0};
+  qks::dequantize(q, 2, 1.0f, kI32Min, y);
+  CHECK(y[0] == 4294967296.0f);
+  CHECK(y[1] == 0.0f);
+}
+
+// ------------------------------------------------------------------ 4. requantize shifts
+
+namespace {
+
+template <class Scheme>
+void check_requant_shift_edges(int lo, int hi) {
+  using P = qk::RequantParams<Scheme>;
+  const std::vector<std::int32_t> acc = {kI32Min, -70000, -3, -1, 0, 1, 2, 3, 70000, 123456789, kI32Max, 5};
+  const std::size_t n = acc.size();
+  const qk::Dims shape{3, 4};
+  const std::int32_t m = 1518500250;  // ~ 2^30.5
+  // accepted: the edges, per tensor and per channel; equal to the reference
+  for (int shift : {lo, lo + 1, -31, 0, 30, hi - 1, hi}) {
+    CAPTURE(shift);
+    P p;
+    p.constants = {typename Scheme::Constants{m, shift}};
+    p.output_zero_point = 3;
+    std::vector<std::int8_t> want(n), got(n);
+    qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(want.data(), shape));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::fill(got.begin(), got.end(), std::int8_t{0});
+      qks::requantize(acc.data(), n, p, got.data(), *k);
+      CHECK(got == want);
+    }
+    P pc = p;
+    pc.constants = {{m, 0}, {m, -5}, {m, shift}, {m, 2}};
+    pc.channel_axis = 1;
+    qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), pc, qk::View<std::int8_t>(want.data(), shape));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::fill(got.begin(), got.end(), std::int8_t{0});
+      qks::requantize(acc.data(), n, pc, got.data(), *k);
+      CHECK(got == want);
+    }
+  }
+  // rejected before any shift is negated: one past the edges, INT_MIN and INT_MAX
+  const std::string expected = "; expected a shift in [" + str(lo) + ", " + str(hi) + "] (" +
+                               qk::to_string(Scheme::scheme) + ")";
+  for (int shift : {lo - 1, hi + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()}) {
+    CAPTURE(shift);
+    P p;
+    p.constants = {typename Scheme::Constants{m, shift}};
+    std::vector<std::int8_t> out(n, std::int8_t{42});
+    CHECK(error_of([&] { qks::requantize(acc.data(), n, p, out.data()); }) ==
+          "quantkit: simd::requantize: constants[0].shift is " + str(shift) + expected);
+    CHECK(error_of([&] {
+            qks::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(out.data(), shape),
+                            "conv7");
+          }) == "quantkit: simd::requantize: layer 'conv7': constants[0].shift is " + str(shift) + expected);
+    P pc = p;
+    pc.constants = {{m, 0}, {m, -5}, {m, shift}, {m, 2}};
+    pc.bias = {1, 2, 3, 4};
+    CHECK(error_of([&] { qks::requantize(acc.data(), n, pc, out.data()); }) ==
+          "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);
+    // also where the call would otherwise run the reference (a clamp wider than int8)
+    P wide = pc;
+    wide.clamp_min = -1000;
+    CHECK(error_of([&] { qks::requantize(acc.data(), n, wide, out.data()); }) ==
+          "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);
+    CHECK(all_sentinel(out, std::int8_t{42}));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("simd raw: fixed-point requantize rejects shifts outside [-62, 32], INT_MIN and INT_MAX included") {
+  check_requant_shift_edges<qk::FixedPointDoubleRounding>(-62, 32);
+}
+
+TEST_CASE("simd raw: single-rounding fixed-point requantize rejects shifts outside [-32, 30]") {
+  check_requant_shift_edges<qk::FixedPointSingleRounding>(-32, 30);
+}
+
+// ------------------------------------------------------------------ 5. fixed-point clamp, bias 0
+
+namespace {
+// For its lifetime, the non-temporal store threshold is `bytes`.
+class StreamThreshold {
+ public:
+  explicit StreamThreshold(std::size_t bytes) : saved_(qks::detail::stream_threshold_storage()) {
+    qks::detail::stream_threshold_storage() = bytes;
+  }
+  ~StreamThreshold() { qks::detail::stream_threshold_storage() = saved_; }
+  StreamThreshold(const StreamThreshold&) = delete;
+  StreamThreshold& operator=(const StreamThreshold&) = delete;
+
+ private:
+  std::size_t saved_;
+};
+}  // namespace
+
+TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the reference with bias 0 and not", O,
+                   std::int8_t, std::uint8_t, std::int16_t, std::uint16_t, std::int32_t) {
+  std::mt19937 rng(99);
+  std::vector<std::int32_t> acc(1037);
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    switch (i % 7) {
+      case 0: acc[i] = kI32Min; break;
+      case 1: acc[i] = kI32Max; break;
+      case 2: acc[i] = static_cast<std::int32_t>(rng() % 2001) - 1000; break;
+      default: acc[i] = static_cast<std::int32_t>(rng()); break;
+    }
+  }
+  const std::size_t n = acc.size();
+  const qk::IntRange full = simd_test::range_of<O>();
+  const std::int32_t mid = static_cast<std::int32_t>((std::int64_t{full.qmin} + full.qmax) / 2);
+  // (zero point, clamp): ReLU [zp, max], ReLU6-like [zp, zp + 50], a clip [zp - 20, zp + 20], full
+  for (double mult : {0.0123, 0.5, 0.999, 3.7, 1000.0}) {
+    const auto c = qk::FixedPointDoubleRounding::make(mult);
+    for (std::int32_t zp : {full.qmin, mid, 0}) {
+      if (zp < full.qmin || zp > full.qmax) continue;
+      const std::int32_t lo6 = zp, hi6 = static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{zp} + 50, full.qmax));
+      const std::int32_t clo = static_cast<std::int32_t>(std::max<std::int64_t>(std::int64_t{zp} - 20, full.qmin));
+      const std::int32_t chi = static_cast<std::int32_t>(std::min<std::int64_t>(std::int64_t{zp} + 20, full.qmax));
+      const std::pair<std::int32_t, std::int32_t> clamps[] = {{zp, full.qmax}, {lo6, hi6}, {clo, chi},
+                                                              {full.qmin, full.qmax}};
+      for (const auto& cl : clamps) {
+        for (std::int32_t bias : {0, 1, -1, 1000, -1000, kI32Max, kI32Min}) {
+          CAPTURE(mult);
+          CAPTURE(zp);
+          CAPTURE(cl.first);
+          CAPTURE(cl.second);
+          CAPTURE(bias);
+          qk::RequantParams<qk::FixedPointDoubleRounding> p;
+          p.constants = {c};
+          if (bias != 0 || (zp & 1)) p.bias = {bias};  // bias 0 both given and absent
+          p.output_zero_point = zp;
+          p.clamp_min = cl.first;
+          p.clamp_max = cl.second;
+          std::vector<O> want(n), got(n);
+          const qk::Dims shape{static_cast<std::int64_t>(n)};
+          qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<O>(want.data(), shape));
+          for (const qks::Kernels* k : qks::available_kernels()) {
+            const std::string target = k->name;
+            CAPTURE(target);
+            for (bool stream : {false, true}) {  // ordinary and non-temporal stores
+              CAPTURE(stream);
+              StreamThreshold threshold(stream ? 1 : std::size_t{1} << 40);
+              std::fill(got.begin(), got.end(), O{0});
+              qks::requantize(acc.data(), n, p, got.data(), *k);
+              CHECK(simd_test::first_difference(got, want) == -1);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The View dequantize takes any zero point inside the parameters' range, also far outside the
+// input type, where the kernels' int32 q - z would wrap: those run the reference.
+TEST_CASE_TEMPLATE("simd: View dequantize of narrow types with zero points far outside the type equals the reference",
+                   Q, std::int8_t, std::uint8_t, std::int16_t, std::uint16_t) {
+  std::vector<Q> q(1037);
+  for (std::size_t i = 0; i < q.size(); ++i)
+    q[i] = i % 3 == 0 ? std::numeric_limits<Q>::min() : i % 3 == 1 ? std::numeric_limits<Q>::max() : static_cast<Q>(i);
+  const qk::Dims shape{static_cast<std::int64_t>(q.size())};
+  for (std::int32_t zp : {kI32Min, kI32Min + 1, -70000, 70000, kI32Max - 1, kI32Max}) {
+    CAPTURE(zp);
+    qk::QuantParams p;
+    p.scale = {1.0f};
+    p.zero_point = {zp};
+    p.range = simd_test::range_of<std::int32_t>();
+    std::vector<float> want(q.size()), got(q.size());
+    qk::ref::dequantize(qk::View<const Q>(q.data(), shape), p, qk::View<float>(want.data(), shape));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::fill(got.begin(), got.end(), 0.0f);
+      qks::dequantize(qk::View<const Q>(q.data(), shape), p, qk::View<float>(got.data(), shape), *k);
+      QK_CHECK_SAME(got, want, q);
+    }
+  }
+}
