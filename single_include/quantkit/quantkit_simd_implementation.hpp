@@ -3075,7 +3075,7 @@ struct ByteBlockPacker {
   __m512i z16, qmin8, order;
   HWY_INLINE ByteBlockPacker(__m512i z16_, float qmin)
       : z16(z16_),
-        qmin8(_mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmin)))),
+        qmin8(_mm512_set1_epi8(std::is_integral<Out>::value ? static_cast<char>(static_cast<Out>(qmin)) : 0)),  // float: unused
         order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
   template <bool kStream>
   HWY_INLINE void Store(__m512i v0, __m512i v1, __m512i v2, __m512i v3, Out* HWY_RESTRICT q) const {
@@ -3088,6 +3088,13 @@ struct ByteBlockPacker {
       _mm512_stream_si512(reinterpret_cast<__m512i*>(q), out);
     else
       _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
+  }
+  // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
+  HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
+    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
+                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
   }
 };
 #endif
@@ -3163,7 +3170,7 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
     // From two blocks on: one run of one block does not repay 1 / s and its broadcast. Rows of
-    // one block (small per-channel tensors) take QuantizeRowsMarkstein instead.
+    // one block (small per-channel tensors) take QuantizeShortRows instead.
     if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor))
       return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, true>(a, x, q, n, factor, zero, scale);
   }
@@ -3285,19 +3292,21 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 }
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// Dividing rows of whole blocks and more (per-channel rows of small tensors: often one block),
-// half of each block with Markstein's division as in QuantizeBlocks4. Per row the constants are
-// only broadcast from memory (a load each): the row constants 1 / s, qmin - z, qmax - z and z
-// as two int16 are computed first, 64 rows at a time with vectors. A broadcast from a register
-// is a shuffle per constant and row, on the unit the block's packs need; with those and a
-// scalar 1 / s per row, one-block rows were slower with Markstein than without.
+// Rows of at least two vectors with their own parameters: per-channel rows of small tensors
+// (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
+// in QuantizeBlocks4: when dividing in the Markstein modes, half the vectors take Markstein's
+// step. Per row the constants are only broadcast from memory (a load each): 1 / s, qmin - z,
+// qmax - z and z as two int16 are computed first, 64 rows at a time with vectors. A broadcast
+// from a register is a shuffle per constant and row, on the unit the packs need; with those and
+// a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
 
-template <class Out, class Round>
-HWY_INLINE void QuantizeRowsMarkstein(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
-                                      std::ptrdiff_t sq, std::size_t count, std::size_t n,
-                                      std::int64_t at, std::int64_t dat) {
+template <class Out, class Round, bool kDivide>
+HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
+                                  std::ptrdiff_t sq, std::size_t count, std::size_t n,
+                                  std::int64_t at, std::int64_t dat) {
   constexpr bool kFake = std::is_same<Out, float>::value;
+  constexpr bool kMarkstein = kDivide && kMarksteinRounding<Round>;
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
@@ -3337,52 +3346,67 @@ HWY_INLINE void QuantizeRowsMarkstein(const QuantizeArgs& a, const float* x, std
       const V z = hn::MaskedLoad(in, d, pz + k);
       if constexpr (kFake) hn::Store(hn::IfThenElse(in, hn::MaskedLoad(in, d, ps + k), f), d, rs + k);
       hn::Store(f, d, rf + k);
-      markstein = hn::And(markstein, hn::And(hn::Ge(f, hn::Set(d, 0x1p-100f)), hn::Le(f, hn::Set(d, 0x1p100f))));
-      hn::Store(hn::Div(hn::Set(d, 1.0f), f), d, rr + k);
+      if constexpr (kMarkstein) {
+        markstein = hn::And(markstein, hn::And(hn::Ge(f, hn::Set(d, 0x1p-100f)), hn::Le(f, hn::Set(d, 0x1p100f))));
+        hn::Store(hn::Div(hn::Set(d, 1.0f), f), d, rr + k);
+      }
       hn::Store(hn::Sub(vmax, z), d, rhi + k);
       hn::Store(hn::Sub(vmin, z), d, rlo + k);
       const auto zi = hn::ConvertTo(di, z);  // small integers
       hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
     }
-    if (!hn::AllTrue(d, markstein)) {  // some scale outside [2^-100, 2^100]: as QuantizeRows does
+    if (kMarkstein && !hn::AllTrue(d, markstein)) {  // a scale outside [2^-100, 2^100]
       std::int64_t p = at0;
       for (std::size_t k = 0; k < m; ++k, x += sx, q += sq, p += dat)
-        QuantizeConstantRun<Out, Round, true>(a, x, q, n, factor + p, zero + p, kFake ? scale + p : nullptr);
+        QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, factor + p, zero + p, kFake ? scale + p : nullptr);
       continue;
     }
     for (std::size_t k = 0; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
-      const V r = hn::Set(d, rr[k]);
+      const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
       const V hi = hn::Set(d, rhi[k]);
       std::size_t i = 0;
       if constexpr (kFake) {
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
         for (; i + 4 * N <= n; i += 4 * N) {
-          const V y0 = FakeQuantizeVec<Round, true>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-          const V y1 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-          const V y2 = FakeQuantizeVec<Round, true>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
-          const V y3 = FakeQuantizeVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
+          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
+          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
+          const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
+          const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
           hn::StoreU(y0, d, q + i);
           hn::StoreU(y1, d, q + i + N);
           hn::StoreU(y2, d, q + i + 2 * N);
           hn::StoreU(y3, d, q + i + 3 * N);
         }
+        if (i + 2 * N <= n) {
+          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
+          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
+          hn::StoreU(y0, d, q + i);
+          hn::StoreU(y1, d, q + i + N);
+          i += 2 * N;
+        }
       } else {
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
         for (; i + 4 * N <= n; i += 4 * N) {
-          const auto v0 = QuantizeOffsetVec<Round, true, false>(d, hn::LoadU(d, x + i), f, hi, hi);
-          const auto v1 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + N), f, r, hi);
-          const auto v2 = QuantizeOffsetVec<Round, true, false>(d, hn::LoadU(d, x + i + 2 * N), f, hi, hi);
-          const auto v3 = QuantizeOffsetVecMarkstein<Round>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi);
+          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
+          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
+          const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, hi, hi);
+          const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi, hi);
           row_pack.template Store<false>(v0.raw, v1.raw, v2.raw, v3.raw, q + i);
+        }
+        if (i + 2 * N <= n) {
+          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
+          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
+          row_pack.StorePair(v0.raw, v1.raw, q + i);
+          i += 2 * N;
         }
       }
       if (i < n) {
         const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
-        QuantizeLoop<Out, Round, true, false>(a, x + i, q + i, n - i, factor + p, zero + p,
-                                              kFake ? scale + p : nullptr, nullptr);
+        QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p,
+                                                 kFake ? scale + p : nullptr, nullptr);
       }
     }
   }
@@ -3397,11 +3421,9 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-    if constexpr (kDivide && kMarksteinRounding<Round>) {
-      if (!a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<float>())) {
-        QuantizeRowsMarkstein<Out, Round>(a, x, sx, q, sq, count, n, at, dat);
-        return;
-      }
+    if (!a.stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
+      QuantizeShortRows<Out, Round, kDivide>(a, x, sx, q, sq, count, n, at, dat);
+      return;
     }
 #endif
     if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
