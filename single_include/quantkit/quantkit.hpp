@@ -3409,6 +3409,33 @@ struct ByteBlockPacker {
 };
 #endif
 
+// One block of 4 vectors (64 values) with constant parameters; vectors 1 and 3 by Markstein's
+// step when kMarkstein. Fake-quantize (every target):
+template <class Round, bool kDivide, bool kMarkstein, bool kStream, class D, class V = hn::Vec<D>>
+HWY_INLINE void FakeQuantizeBlock(D d, const float* x, V f, V r, V lo, V hi, V s, float* q) {
+  const std::size_t N = hn::Lanes(d);
+  const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f, lo, hi, s);
+  const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f, r, lo, hi, s);
+  const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + 2 * N), f, lo, hi, s);
+  const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + 3 * N), f, r, lo, hi, s);
+  StoreVec<kStream>(y0, d, q);
+  StoreVec<kStream>(y1, d, q + N);
+  StoreVec<kStream>(y2, d, q + 2 * N);
+  StoreVec<kStream>(y3, d, q + 3 * N);
+}
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Bytes (AVX-512): only the upper clamp in float; ByteBlockPacker does the rest.
+template <class Round, bool kDivide, bool kMarkstein, bool kStream, class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V r, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
+  const std::size_t N = hn::Lanes(d);
+  const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f, hi, hi);
+  const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f, r, hi, hi);
+  const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + 2 * N), f, hi, hi);
+  const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + 3 * N), f, r, hi, hi);
+  pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
+}
+#endif
+
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
 // the elements done. kMarkstein (AVX-512, dividing): vectors 1 and 3 of each block divide with
 // DivideMarkstein.
@@ -3428,16 +3455,8 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
   std::size_t i = 0;
   if constexpr (std::is_same<Out, float>::value) {
     const V s = hn::Set(d, scale);
-    for (; i + 4 * N <= n; i += 4 * N) {
-      const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-      const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-      const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
-      const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
-      StoreVec<kStream>(y0, d, q + i);
-      StoreVec<kStream>(y1, d, q + i + N);
-      StoreVec<kStream>(y2, d, q + i + 2 * N);
-      StoreVec<kStream>(y3, d, q + i + 3 * N);
-    }
+    for (; i + 4 * N <= n; i += 4 * N)
+      FakeQuantizeBlock<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, lo, hi, s, q + i);
     // then single vectors (short rows: per-group blocks of 16 or 32), ordinary stores
     for (; i + N <= n; i += N)
       hn::StoreU(FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s), d, q + i);
@@ -3446,15 +3465,9 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
     const auto z = hn::Set(di, static_cast<std::int32_t>(zero));
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
     if constexpr (sizeof(Out) == 1) {
-      // Bytes: only the upper clamp in float; ByteBlockPacker does the rest.
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
-      for (; i + 4 * N <= n; i += 4 * N) {
-        const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, lo, hi);
-        const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
-        const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);
-        const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi);
-        pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q + i);
-      }
+      for (; i + 4 * N <= n; i += 4 * N)
+        QuantizeBlockBytes<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, hi, pack, q + i);
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
@@ -3679,16 +3692,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       if constexpr (kFake) {
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
-        for (; i + 4 * N <= n; i += 4 * N) {
-          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-          const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi, s);
-          const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi, s);
-          hn::StoreU(y0, d, q + i);
-          hn::StoreU(y1, d, q + i + N);
-          hn::StoreU(y2, d, q + i + 2 * N);
-          hn::StoreU(y3, d, q + i + 3 * N);
-        }
+        for (; i + 4 * N <= n; i += 4 * N)
+          FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x + i, f, r, lo, hi, s, q + i);
         if (i + 2 * N <= n) {
           const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
           const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
@@ -3699,13 +3704,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       } else {
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
-        for (; i + 4 * N <= n; i += 4 * N) {
-          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
-          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
-          const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i + 2 * N), f, hi, hi);
-          const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + 3 * N), f, r, hi, hi);
-          row_pack.template Store<false>(v0.raw, v1.raw, v2.raw, v3.raw, q + i);
-        }
+        for (; i + 4 * N <= n; i += 4 * N)
+          QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x + i, f, r, hi, row_pack, q + i);
         if (i + 2 * N <= n) {
           const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
           const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
