@@ -612,10 +612,9 @@ void check_requantize_fixed_rows(const qks::Kernels* k) {
 
 // Large enough to stream (non-temporal stores past stream_threshold_bytes, from the first
 // aligned block of a misaligned output), per tensor with the whole output range (no clamp)
-// and per channel with a ReLU clamp, for the fixed-point fast path.
-template <class Out>
+// and per channel with a ReLU clamp, for the fixed-point and float fast paths.
+template <class Out, class Scheme = qk::FixedPointDoubleRounding>
 void check_requantize_streaming(const qks::Kernels* k) {
-  using Scheme = qk::FixedPointDoubleRounding;
   const SanitizedStreamThreshold threshold;
   // (the output is one element into its buffer: a failure names the input one index off)
   const std::size_t n = qks::stream_threshold_bytes() / (sizeof(std::int32_t) + sizeof(Out)) + 1237;
@@ -644,6 +643,63 @@ void check_requantize_streaming(const qks::Kernels* k) {
     CAPTURE(m);
     QK_CHECK_SAME(got, want, acc);
     CHECK(got == want);  // counted
+  }
+}
+
+// Float multipliers around the kernels' fast path (finite multiplier, lo - zp and hi - zp
+// within 2^24: clamp to hi - zp before rounding, convert, max with lo - zp): products past
+// the int32 range and to +-inf (m up to FLT_MAX), products far below one (ties at 1/2 and
+// -1/2 included: m = 2^-k with accumulators 2^(k-1)), zero points at both ends of the output
+// type (lo - zp down to -2 * 65535), clamps of one value; int32 outputs with a zero point
+// put lo - zp past 2^24 (the generic path). Per tensor (blocks and tail) and per-channel rows.
+template <class Out, class Round>
+void check_requantize_float_edges(const qks::Kernels* k) {
+  using Scheme = qk::FloatMultiplier<Round>;
+  const qk::IntRange out = range_of<Out>();
+  const std::vector<double> ms = {3.4028234663852886e38, 1e30, 65536.0, 1.0, 0.5, 0.25, 1.0 / 3.0,
+                                  0x1p-20, 0x1p-31, 1e-30, 1e-44};
+  std::vector<std::int32_t> zps = {static_cast<std::int32_t>(out.qmin), static_cast<std::int32_t>(out.qmax), 0};
+  if (sizeof(Out) == 4) zps = {0, 1 << 25, -(1 << 25)};  // the last two: lo - zp or hi - zp past 2^24
+  std::vector<std::int32_t> acc = accumulators(3 * 64 + 7, 77);
+  for (std::int32_t s = 1; s <= 31; ++s) {  // +-2^(s-1): ties of m = 2^-s
+    acc.push_back(static_cast<std::int32_t>(std::int64_t{1} << (s - 1)));
+    acc.push_back(-static_cast<std::int32_t>(std::int64_t{1} << (s - 1)));
+  }
+  const auto n = static_cast<std::int64_t>(acc.size());
+  for (double m : ms) {
+    for (std::int32_t zp : zps) {
+      for (int clamp = 0; clamp < 3; ++clamp) {
+        qk::RequantParams<Scheme> p;
+        p.constants = {Scheme::make(m, "layer")};
+        p.output_zero_point = zp;
+        p.clamp_min = out.qmin;
+        p.clamp_max = out.qmax;
+        if (clamp == 1) p.clamp_min = static_cast<std::int32_t>(std::max<std::int64_t>(out.qmin, std::min<std::int64_t>(zp, out.qmax)));  // ReLU
+        if (clamp == 2) p.clamp_min = p.clamp_max = static_cast<std::int32_t>((out.qmin + out.qmax) / 2);  // one value
+        for (int per_channel = 0; per_channel < 2; ++per_channel) {
+          std::vector<std::int32_t> bias;
+          qk::Dims shape{n};
+          if (per_channel) {  // rows of n / 3 (whole blocks and a tail), one with a saturating bias
+            shape = qk::Dims{3, n / 3};
+            p.constants = {Scheme::make(m, "layer"), Scheme::make(m * 0.75, "layer"), Scheme::make(1.0, "layer")};
+            p.bias = {0, kI32Max - 3, -100};
+            p.channel_axis = 0;
+          }
+          const auto len = static_cast<std::size_t>(shape.product());
+          const qk::View<const std::int32_t> a(acc.data(), shape);
+          std::vector<Out> want(len), got(len);
+          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+          CAPTURE(m);
+          CAPTURE(zp);
+          CAPTURE(p.clamp_min);
+          CAPTURE(p.clamp_max);
+          CAPTURE(per_channel);
+          QK_CHECK_SAME(got, want, acc);
+          CHECK(got == want);  // counted
+        }
+      }
+    }
   }
 }
 
@@ -680,8 +736,13 @@ void check_requantize_all(const qks::Kernels* k) {
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   check_requantize_fixed_edges<Out>(k);
   check_requantize_fixed_rows<Out>(k);
-  if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value)
+  if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value) {
     check_requantize_streaming<Out>(k);
+    check_requantize_streaming<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k);
+  }
+  check_requantize_float_edges<Out, qk::RoundHalfEven>(k);
+  check_requantize_float_edges<Out, qk::RoundHalfAway>(k);
+  check_requantize_float_edges<Out, qk::RoundFloor>(k);
   std::vector<qk::ref::QuantizedMultiplier> single = made_constants<qk::FixedPointSingleRounding>(large);
   for (auto m : made_constants<qk::FixedPointSingleRounding>(small)) single.push_back(m);
   for (auto m : {qk::ref::QuantizedMultiplier{1 << 30, -31}, qk::ref::QuantizedMultiplier{kI32Max, 30},

@@ -1215,6 +1215,27 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
   ForEachRow(plan, rows);
 }
 
+// ------------------------------ Conversion
+
+// Integral floats already clamped to the output's range -> int32. Highway's ConvertTo also fixes
+// up out-of-range lanes (cvttps returns 0x80000000 there); these lanes cannot be out of range,
+// so x86 targets take the bare instruction (three instructions less per vector).
+template <class DI, class V>
+HWY_INLINE hn::Vec<DI> ConvertInRange(DI di, V v) {
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  (void)di;
+  return hn::Vec<DI>{_mm512_cvttps_epi32(v.raw)};
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  (void)di;
+  return hn::Vec<DI>{_mm256_cvttps_epi32(v.raw)};
+#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
+  (void)di;
+  return hn::Vec<DI>{_mm_cvttps_epi32(v.raw)};
+#else
+  return hn::ConvertTo(di, v);
+#endif
+}
+
 // ------------------------------ Stores
 
 template <bool kStream, class D, class T>
@@ -1301,6 +1322,41 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
     hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
   }
 }
+
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Four vectors of offsets R(t) <= hi - z (int32, 64 values) to bytes. Only the upper clamp was
+// done in float (4 Max less per 64 values). Below, saturation clamps: int32 -> int16
+// saturating, + z saturating, -> bytes saturating, then one byte Max with qmin. Every step is
+// monotone and exact inside its range, so the result is clamp(v + z, qmin, qmax) as with the
+// float clamps (|z| <= 255 keeps a saturated -32768 + z negative). z16: z in every int16 lane.
+template <class Out>
+struct ByteBlockPacker {
+  __m512i z16, qmin8, order;
+  HWY_INLINE ByteBlockPacker(__m512i z16_, float qmin)
+      : z16(z16_),
+        qmin8(_mm512_set1_epi8(std::is_integral<Out>::value ? static_cast<char>(static_cast<Out>(qmin)) : 0)),  // float: unused
+        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
+  template <bool kStream>
+  HWY_INLINE void Store(__m512i v0, __m512i v1, __m512i v2, __m512i v3, Out* HWY_RESTRICT q) const {
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
+    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2, v3), z16);
+    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
+                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
+    const __m512i out = _mm512_permutexvar_epi32(order, r);
+    if constexpr (kStream)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(q), out);
+    else
+      _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
+  }
+  // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
+  HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
+    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
+    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
+                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
+  }
+};
+#endif
 
 // ------------------------------ Rounding of floats to integral floats
 // Each op equals the scalar policy (quantkit/policy/rounding.hpp) for every float, including
@@ -1919,25 +1975,6 @@ HWY_INLINE V QuantizeVec(D d, V x, V f, V z, V lo, V hi, V u) {
   return hn::IfThenElse(hn::IsNaN(x), z, v);
 }
 
-// Integral floats already clamped to the output's range -> int32. Highway's ConvertTo also fixes
-// up out-of-range lanes (cvttps returns 0x80000000 there); these lanes cannot be out of range,
-// so x86 targets take the bare instruction (three instructions less per vector).
-template <class DI, class V>
-HWY_INLINE hn::Vec<DI> ConvertInRange(DI di, V v) {
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  (void)di;
-  return hn::Vec<DI>{_mm512_cvttps_epi32(v.raw)};
-#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-  (void)di;
-  return hn::Vec<DI>{_mm256_cvttps_epi32(v.raw)};
-#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
-  (void)di;
-  return hn::Vec<DI>{_mm_cvttps_epi32(v.raw)};
-#else
-  return hn::ConvertTo(di, v);
-#endif
-}
-
 // Stores one vector of quantized values (integral floats in the output's range).
 template <class Out, class D, class V = hn::Vec<D>>
 HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
@@ -2070,41 +2107,6 @@ HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
   (void)r;
   return FakeQuantizeVec<Round, kDivide>(d, x, f, lo, hi, s);
 }
-
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// Four vectors of offsets R(t) <= hi - z (int32, 64 values) to bytes. Only the upper clamp was
-// done in float (4 Max less per 64 values). Below, saturation clamps: int32 -> int16
-// saturating, + z saturating, -> bytes saturating, then one byte Max with qmin. Every step is
-// monotone and exact inside its range, so the result is clamp(v + z, qmin, qmax) as with the
-// float clamps (|z| <= 255 keeps a saturated -32768 + z negative). z16: z in every int16 lane.
-template <class Out>
-struct ByteBlockPacker {
-  __m512i z16, qmin8, order;
-  HWY_INLINE ByteBlockPacker(__m512i z16_, float qmin)
-      : z16(z16_),
-        qmin8(_mm512_set1_epi8(std::is_integral<Out>::value ? static_cast<char>(static_cast<Out>(qmin)) : 0)),  // float: unused
-        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
-  template <bool kStream>
-  HWY_INLINE void Store(__m512i v0, __m512i v1, __m512i v2, __m512i v3, Out* HWY_RESTRICT q) const {
-    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
-    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2, v3), z16);
-    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
-                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
-    const __m512i out = _mm512_permutexvar_epi32(order, r);
-    if constexpr (kStream)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(q), out);
-    else
-      _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
-  }
-  // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
-  HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
-    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
-    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
-                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
-  }
-};
-#endif
 
 // One block of 4 vectors (64 values) with constant parameters; vectors 1 and 3 by Markstein's
 // step when kMarkstein. Fake-quantize (every target):
@@ -3384,6 +3386,7 @@ HWY_AFTER_NAMESPACE();
 #define QUANTKIT_SIMD_REQUANTIZE_INL_H_
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -3496,8 +3499,9 @@ HWY_INLINE V MulHighRoundedBroadcast(DI di, V a, V b, VW nudge) {
 
 // ------------------------------ Schemes (constants: see RequantizeArgs in abi.hpp)
 
-template <class Round>
+template <class RoundOp>
 struct RqFloat {
+  using Round = RoundOp;
   static constexpr int kSlots = 0;
   static constexpr bool kFloat = true;
   template <class DI, class V, class VF>
@@ -3741,22 +3745,19 @@ struct FixedPointStep {
   }
 };
 
-// kSide: FixedPointStep's (per-channel rows pass the side of their bias).
-template <class Out, bool kClamp, int kSide = 0>
-HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
-                                         const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
-                                         std::size_t n) {
-  const hn::ScalableTag<std::int32_t> di;
-  using V = hn::Vec<decltype(di)>;
+// Whole 4-vector blocks of step(di, p), stored by store(stream, r0, r1, r2, r3, p) with
+// non-temporal stores when a.stream (std::true_type). Returns the elements done.
+template <class Out, class Step, class Store, class DI>
+HWY_INLINE std::size_t StepBlocks4(DI di, const RequantizeArgs& a, const Step& step, const Store& store,
+                                   const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q, std::size_t n) {
+  using V = hn::Vec<DI>;
   const std::size_t N = hn::Lanes(di);
-  const FixedPointStep<decltype(di), kClamp, kSide> step(di, f, a.lo, a.hi);
-  const V zero = hn::Zero(di);
   const auto block = [&](std::size_t i, auto stream) {
     const V r0 = step(di, x + i);
     const V r1 = step(di, x + i + N);
     const V r2 = step(di, x + i + 2 * N);
     const V r3 = step(di, x + i + 3 * N);
-    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, q + i);
+    store(stream, r0, r1, r2, r3, q + i);
   };
   std::size_t i = 0;
   if (a.stream && n >= 8 * N) {
@@ -3775,6 +3776,110 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
   return i;
 }
 
+// kSide: FixedPointStep's (per-channel rows pass the side of their bias).
+template <class Out, bool kClamp, int kSide = 0>
+HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
+                                         const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
+                                         std::size_t n) {
+  const hn::ScalableTag<std::int32_t> di;
+  const FixedPointStep<decltype(di), kClamp, kSide> step(di, f, a.lo, a.hi);
+  const auto zero = hn::Zero(di);
+  const auto store = [&](auto stream, auto r0, auto r1, auto r2, auto r3, Out* p) {
+    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, p);
+  };
+  return StepBlocks4<Out>(di, a, step, store, x, q, n);
+}
+
+// RqFloat<Round> with constant parameters, when the multiplier m is finite (float(x') * m is
+// never NaN) and lo' = lo - zp, hi' = hi - zp are exact floats (|.| <= 2^24; not so for most
+// int32 outputs): q - zp = max(R(min(float(x') * m, hi')), lo') for x' = sat32(x + bias).
+// Equal to RqFloat's R, int32 saturation and clamp: R is monotone and keeps integers, so
+// clamping t to hi' before rounding changes nothing; below -2^31 the conversion gives INT32_MIN
+// (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
+// compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
+// and converts (the generic path ran at half the plain loop's speed).
+// kSide: the sign of the bias (0: none, so no clamp and no add; 1: > 0, only the upper bound of
+// BiasClamp can bite; 2: < 0, only the lower; 3: either, both bounds). !kLow: no max with lo'
+// (ByteBlockPacker clamps).
+template <class DI, class Round, int kSide, bool kLow>
+struct FloatStep {
+  using V = hn::Vec<DI>;
+  using VF = hn::Vec<hn::RebindToFloat<DI>>;
+  V xlo, xhi, bias, lo;
+  VF m, hi;
+  static bool Applies(float m, std::int32_t lo_off, std::int32_t hi_off) {
+    constexpr std::int32_t kExact = std::int32_t{1} << 24;
+    return std::isfinite(m) && lo_off >= -kExact && hi_off <= kExact;  // lo_off <= hi_off
+  }
+  HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
+      : FloatStep(di, mult, b, BiasClamp(b).lo, BiasClamp(b).hi, hn::Set(di, lo_off),
+                  hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {}
+  // The call's clamp vectors given (rows: set once per call)
+  HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t blo, std::int32_t bhi, V lo_, VF hi_)
+      : xlo(hn::Set(di, blo)),
+        xhi(hn::Set(di, bhi)),
+        bias(hn::Set(di, b)),
+        lo(lo_),
+        m(hn::Set(hn::RebindToFloat<DI>(), mult)),
+        hi(hi_) {}
+  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
+    const hn::RebindToFloat<DI> df;
+    V v = hn::LoadU(di, p);
+    if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xhi), bias);
+    if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xlo), bias);
+    if constexpr (kSide == 3) v = hn::Add(hn::Min(hn::Max(v, xlo), xhi), bias);
+    const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
+    V r;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    if constexpr (std::is_same<Round, RoundHalfEvenOp>::value)
+      r = V{_mm512_cvt_roundps_epi32(t.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
+    else
+      r = ConvertInRange(di, Round::Do(df, t, t));
+#else
+    r = ConvertInRange(di, Round::Do(df, t, t));
+#endif
+    return kLow ? hn::Max(r, lo) : r;
+  }
+};
+
+// RequantizeBlocks4 for RqFloat when FloatStep applies: the bias side picked, and for bytes on
+// AVX-512 with |zp| <= 255 the lower clamp left to ByteBlockPacker. Returns the elements done.
+template <class Out, class Round, int kSide>
+HWY_INLINE std::size_t FloatBlocks4Side(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
+                                        std::int32_t hi_off, const std::int32_t* HWY_RESTRICT x,
+                                        Out* HWY_RESTRICT q, std::size_t n) {
+  const hn::ScalableTag<std::int32_t> di;
+  using V = hn::Vec<decltype(di)>;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+  if constexpr (sizeof(Out) == 1) {
+    if (a.zero_point >= -255 && a.zero_point <= 255) {
+      const FloatStep<decltype(di), Round, kSide, false> step(di, m, bias, lo_off, hi_off);
+      const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(a.zero_point)),
+                                      static_cast<float>(a.lo));
+      const auto store = [&](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+        pack.template Store<decltype(stream)::value>(r0.raw, r1.raw, r2.raw, r3.raw, p);
+      };
+      return StepBlocks4<Out>(di, a, step, store, x, q, n);
+    }
+  }
+#endif
+  const FloatStep<decltype(di), Round, kSide, true> step(di, m, bias, lo_off, hi_off);
+  const V zp = hn::Set(di, a.zero_point);
+  const auto store = [&](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zp, p);
+  };
+  return StepBlocks4<Out>(di, a, step, store, x, q, n);
+}
+
+template <class Out, class Round>
+HWY_INLINE std::size_t FloatBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
+                                    std::int32_t hi_off, const std::int32_t* HWY_RESTRICT x,
+                                    Out* HWY_RESTRICT q, std::size_t n) {
+  if (bias == 0) return FloatBlocks4Side<Out, Round, 0>(a, m, bias, lo_off, hi_off, x, q, n);
+  if (bias > 0) return FloatBlocks4Side<Out, Round, 1>(a, m, bias, lo_off, hi_off, x, q, n);
+  return FloatBlocks4Side<Out, Round, 2>(a, m, bias, lo_off, hi_off, x, q, n);
+}
+
 // Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
 // [lo - zp, hi - zp] before adding zp (the caller checked both fit int32): the same as
 // clamping the saturated sum, without the saturation.
@@ -3789,6 +3894,13 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
         return FixedPointBlocks4<Out, false>(a, f, x, q, n);
       return FixedPointBlocks4<Out, true>(a, f, x, q, n);
     }
+  }
+  if constexpr (Scheme::kFloat) {
+    // the caller checked lo - zp and hi - zp fit int32
+    const std::int32_t lo_off = a.lo - a.zero_point;
+    const std::int32_t hi_off = a.hi - a.zero_point;
+    if (FloatStep<hn::ScalableTag<std::int32_t>, typename Scheme::Round, 0, true>::Applies(a.kf[at], lo_off, hi_off))
+      return FloatBlocks4<Out, typename Scheme::Round>(a, a.kf[at], a.bias[at], lo_off, hi_off, x, q, n);
   }
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;

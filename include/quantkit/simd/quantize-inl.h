@@ -38,25 +38,6 @@ HWY_INLINE V QuantizeVec(D d, V x, V f, V z, V lo, V hi, V u) {
   return hn::IfThenElse(hn::IsNaN(x), z, v);
 }
 
-// Integral floats already clamped to the output's range -> int32. Highway's ConvertTo also fixes
-// up out-of-range lanes (cvttps returns 0x80000000 there); these lanes cannot be out of range,
-// so x86 targets take the bare instruction (three instructions less per vector).
-template <class DI, class V>
-HWY_INLINE hn::Vec<DI> ConvertInRange(DI di, V v) {
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  (void)di;
-  return hn::Vec<DI>{_mm512_cvttps_epi32(v.raw)};
-#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-  (void)di;
-  return hn::Vec<DI>{_mm256_cvttps_epi32(v.raw)};
-#elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
-  (void)di;
-  return hn::Vec<DI>{_mm_cvttps_epi32(v.raw)};
-#else
-  return hn::ConvertTo(di, v);
-#endif
-}
-
 // Stores one vector of quantized values (integral floats in the output's range).
 template <class Out, class D, class V = hn::Vec<D>>
 HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
@@ -189,41 +170,6 @@ HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
   (void)r;
   return FakeQuantizeVec<Round, kDivide>(d, x, f, lo, hi, s);
 }
-
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// Four vectors of offsets R(t) <= hi - z (int32, 64 values) to bytes. Only the upper clamp was
-// done in float (4 Max less per 64 values). Below, saturation clamps: int32 -> int16
-// saturating, + z saturating, -> bytes saturating, then one byte Max with qmin. Every step is
-// monotone and exact inside its range, so the result is clamp(v + z, qmin, qmax) as with the
-// float clamps (|z| <= 255 keeps a saturated -32768 + z negative). z16: z in every int16 lane.
-template <class Out>
-struct ByteBlockPacker {
-  __m512i z16, qmin8, order;
-  HWY_INLINE ByteBlockPacker(__m512i z16_, float qmin)
-      : z16(z16_),
-        qmin8(_mm512_set1_epi8(std::is_integral<Out>::value ? static_cast<char>(static_cast<Out>(qmin)) : 0)),  // float: unused
-        order(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)) {}
-  template <bool kStream>
-  HWY_INLINE void Store(__m512i v0, __m512i v1, __m512i v2, __m512i v3, Out* HWY_RESTRICT q) const {
-    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
-    const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2, v3), z16);
-    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, cd), qmin8)
-                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, cd), qmin8);
-    const __m512i out = _mm512_permutexvar_epi32(order, r);
-    if constexpr (kStream)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(q), out);
-    else
-      _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
-  }
-  // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
-  HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
-    const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
-    const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
-                                                 : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
-  }
-};
-#endif
 
 // One block of 4 vectors (64 values) with constant parameters; vectors 1 and 3 by Markstein's
 // step when kMarkstein. Fake-quantize (every target):
