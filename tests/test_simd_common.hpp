@@ -677,7 +677,6 @@ void check_requantize_float_edges(const qks::Kernels* k) {
         if (clamp == 1) p.clamp_min = static_cast<std::int32_t>(std::max<std::int64_t>(out.qmin, std::min<std::int64_t>(zp, out.qmax)));  // ReLU
         if (clamp == 2) p.clamp_min = p.clamp_max = static_cast<std::int32_t>((out.qmin + out.qmax) / 2);  // one value
         for (int per_channel = 0; per_channel < 2; ++per_channel) {
-          std::vector<std::int32_t> bias;
           qk::Dims shape{n};
           if (per_channel) {  // rows of n / 3 (whole blocks and a tail), one with a saturating bias
             shape = qk::Dims{3, n / 3};

@@ -5102,35 +5102,29 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
 // kSide: the sign of the bias (0: none, so no clamp and no add; 1: > 0, only the upper bound of
-// BiasClamp can bite; 2: < 0, only the lower; 3: either, both bounds). !kLow: no max with lo'
-// (ByteBlockPacker clamps).
+// BiasClamp can bite; 2: < 0, only the lower). !kLow: no max with lo' (ByteBlockPacker clamps).
+inline bool FloatStepApplies(float m, std::int32_t lo_off, std::int32_t hi_off) {
+  constexpr std::int32_t kExact = std::int32_t{1} << 24;
+  return std::isfinite(m) && lo_off >= -kExact && hi_off <= kExact;  // lo_off <= hi_off
+}
+
 template <class DI, class Round, int kSide, bool kLow>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xlo, xhi, bias, lo;
+  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
   VF m, hi;
-  static bool Applies(float m, std::int32_t lo_off, std::int32_t hi_off) {
-    constexpr std::int32_t kExact = std::int32_t{1} << 24;
-    return std::isfinite(m) && lo_off >= -kExact && hi_off <= kExact;  // lo_off <= hi_off
-  }
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
-      : FloatStep(di, mult, b, BiasClamp(b).lo, BiasClamp(b).hi, hn::Set(di, lo_off),
-                  hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {}
-  // The call's clamp vectors given (rows: set once per call)
-  HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t blo, std::int32_t bhi, V lo_, VF hi_)
-      : xlo(hn::Set(di, blo)),
-        xhi(hn::Set(di, bhi)),
+      : xb(hn::Set(di, kSide == 2 ? BiasClamp(b).lo : BiasClamp(b).hi)),
         bias(hn::Set(di, b)),
-        lo(lo_),
+        lo(hn::Set(di, lo_off)),
         m(hn::Set(hn::RebindToFloat<DI>(), mult)),
-        hi(hi_) {}
+        hi(hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {}
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
     const hn::RebindToFloat<DI> df;
     V v = hn::LoadU(di, p);
-    if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xhi), bias);
-    if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xlo), bias);
-    if constexpr (kSide == 3) v = hn::Add(hn::Min(hn::Max(v, xlo), xhi), bias);
+    if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xb), bias);
+    if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xb), bias);
     const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
     V r;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -5202,7 +5196,7 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
     // the caller checked lo - zp and hi - zp fit int32
     const std::int32_t lo_off = a.lo - a.zero_point;
     const std::int32_t hi_off = a.hi - a.zero_point;
-    if (FloatStep<hn::ScalableTag<std::int32_t>, typename Scheme::Round, 0, true>::Applies(a.kf[at], lo_off, hi_off))
+    if (FloatStepApplies(a.kf[at], lo_off, hi_off))
       return FloatBlocks4<Out, typename Scheme::Round>(a, a.kf[at], a.bias[at], lo_off, hi_off, x, q, n);
   }
   const hn::ScalableTag<std::int32_t> di;
