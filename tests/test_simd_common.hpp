@@ -560,20 +560,16 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
   }
 }
 
-// Fixed point per channel, short rows (the kernels' per-channel row loop): neighbouring
-// channels alternate between constants the fast path takes and ones it does not (a left
-// shift, right shift 0, q == INT32_MIN, |q| + c past int32 with the zero point), biases at the
-// extremes, row lengths around 1, N, 4 N and 8 N lanes of every target (N <= 16) and 0, the
-// output range (no clamp) and a ReLU / narrow clamp, channels on the first, middle and last
-// axis.
-template <class Out>
-void check_requantize_fixed_rows(const qks::Kernels* k) {
-  using Scheme = qk::FixedPointDoubleRounding;
-  using QM = qk::ref::QuantizedMultiplier;
-  const std::vector<QM> constants = {
-      QM{1518500250, -7}, QM{1234567, 3},      QM{1 << 30, -1},         QM{1 << 30, 0},
-      QM{kI32Max - 64, -7}, QM{kI32Min, -4},  QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1},
-      QM{987654321, -31}};
+// Per channel, short rows (the kernels' per-channel row loops): neighbouring channels
+// alternate between constants the fast path takes and ones it does not (fixed point: a left
+// shift, right shift 0, q == INT32_MIN, |q| + c past int32 with the zero point; float:
+// multipliers from FLT_MAX, whose products pass int32, to subnormal), biases at the extremes
+// and of both signs, row lengths around 1, N, 4 N and 8 N lanes of every target (N <= 16) and
+// 0, the output range (no clamp) and a ReLU / narrow clamp, channels on the first, middle and
+// last axis. Variant 3 gives every channel `fast`.
+template <class Out, class Scheme>
+void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& constants,
+                           typename Scheme::Constants fast) {
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5};
   const qk::IntRange out = range_of<Out>();
   std::vector<std::int32_t> acc = accumulators(9 * 2 * 200, 313);
@@ -590,7 +586,7 @@ void check_requantize_fixed_rows(const qks::Kernels* k) {
           p.constants.push_back(constants[(c + static_cast<std::size_t>(variant)) % constants.size()]);
           p.bias.push_back(biases[(c + 2 * static_cast<std::size_t>(variant)) % biases.size()]);
         }
-        if (variant == 3) p.constants.assign(9, QM{1518500250, -7});  // every channel fast
+        if (variant == 3) p.constants.assign(9, fast);
         p.output_zero_point = variant % 2 == 0 ? 0 : (out.qmin < 0 ? 3 : 9);
         p.clamp_min = variant < 2 ? out.qmin : p.output_zero_point;  // ReLU
         p.clamp_max = variant < 2 ? out.qmax : std::min(out.qmax, p.output_zero_point + 50);
@@ -734,7 +730,18 @@ void check_requantize_all(const qks::Kernels* k) {
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   check_requantize_fixed_edges<Out>(k);
-  check_requantize_fixed_rows<Out>(k);
+  {
+    using QM = qk::ref::QuantizedMultiplier;
+    check_requantize_rows<Out, qk::FixedPointDoubleRounding>(
+        k,
+        {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7}, QM{kI32Min, -4},
+         QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}},
+        QM{1518500250, -7});
+    const std::vector<qk::FloatScale> floats = {{0.0061f}, {3.4028235e38f}, {1.0f / 3.0f}, {0x1p-20f}, {1.0f},
+                                                {1e-44f},  {65536.0f},      {0.5f},        {1e-3f}};
+    check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, qk::FloatScale{0.0061f});
+    check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundFloor>>(k, floats, qk::FloatScale{0.0061f});
+  }
   if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value) {
     check_requantize_streaming<Out>(k);
     check_requantize_streaming<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k);
