@@ -2341,6 +2341,16 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
 #include <hwy/highway.h>
 
 
+// After a lambda's parameter list: inline it like HWY_INLINE functions (GCC left generic
+// lambdas holding kernel loops out of line, which measured 9-22 % slower).
+#ifndef QUANTKIT_LAMBDA_INLINE
+#if defined(__GNUC__) || defined(__clang__)
+#define QUANTKIT_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define QUANTKIT_LAMBDA_INLINE
+#endif
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace quantkit {
 namespace simd {
@@ -5144,42 +5154,43 @@ struct FloatStep {
   }
 };
 
-// RequantizeBlocks4 for RqFloat when FloatStep applies: the bias side picked, and for bytes on
-// AVX-512 with |zp| <= 255 the lower clamp left to ByteBlockPacker. Returns the elements done.
-template <class Out, class Round, int kSide>
-HWY_INLINE std::size_t FloatBlocks4Side(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
-                                        std::int32_t hi_off, const std::int32_t* HWY_RESTRICT x,
+// Whole 4-vector blocks of one run of RqFloat<Round> through FloatStep, the bias's side picked.
+// Returns the elements done.
+template <class Out, class Round, bool kLow, class Store>
+HWY_INLINE std::size_t FloatSideBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
+                                        std::int32_t hi_off, const Store& store, const std::int32_t* HWY_RESTRICT x,
                                         Out* HWY_RESTRICT q, std::size_t n) {
+  const hn::ScalableTag<std::int32_t> di;
+  using DI = decltype(di);
+  if (bias == 0)
+    return StepBlocks4<Out>(di, a, FloatStep<DI, Round, 0, kLow>(di, m, bias, lo_off, hi_off), store, x, q, n);
+  if (bias > 0)
+    return StepBlocks4<Out>(di, a, FloatStep<DI, Round, 1, kLow>(di, m, bias, lo_off, hi_off), store, x, q, n);
+  return StepBlocks4<Out>(di, a, FloatStep<DI, Round, 2, kLow>(di, m, bias, lo_off, hi_off), store, x, q, n);
+}
+
+// body(kLow, store) with the call's store for FloatStep's results: for bytes on AVX-512 with
+// |zp| <= 255 ByteBlockPacker, which does the lower clamp (kLow std::false_type); else
+// StoreQuantized4 adding zp (kLow std::true_type: FloatStep clamps below).
+template <class Out, class Body>
+HWY_INLINE auto WithFloatStore(const RequantizeArgs& a, const Body& body) {
   const hn::ScalableTag<std::int32_t> di;
   using V = hn::Vec<decltype(di)>;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (sizeof(Out) == 1) {
     if (a.zero_point >= -255 && a.zero_point <= 255) {
-      const FloatStep<decltype(di), Round, kSide, false> step(di, m, bias, lo_off, hi_off);
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(a.zero_point)),
                                       static_cast<float>(a.lo));
-      const auto store = [&](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+      return body(std::false_type(), [&pack](auto stream, V r0, V r1, V r2, V r3, Out* p) {
         pack.template Store<decltype(stream)::value>(r0.raw, r1.raw, r2.raw, r3.raw, p);
-      };
-      return StepBlocks4<Out>(di, a, step, store, x, q, n);
+      });
     }
   }
 #endif
-  const FloatStep<decltype(di), Round, kSide, true> step(di, m, bias, lo_off, hi_off);
   const V zp = hn::Set(di, a.zero_point);
-  const auto store = [&](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+  return body(std::true_type(), [di, zp](auto stream, V r0, V r1, V r2, V r3, Out* p) {
     StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zp, p);
-  };
-  return StepBlocks4<Out>(di, a, step, store, x, q, n);
-}
-
-template <class Out, class Round>
-HWY_INLINE std::size_t FloatBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
-                                    std::int32_t hi_off, const std::int32_t* HWY_RESTRICT x,
-                                    Out* HWY_RESTRICT q, std::size_t n) {
-  if (bias == 0) return FloatBlocks4Side<Out, Round, 0>(a, m, bias, lo_off, hi_off, x, q, n);
-  if (bias > 0) return FloatBlocks4Side<Out, Round, 1>(a, m, bias, lo_off, hi_off, x, q, n);
-  return FloatBlocks4Side<Out, Round, 2>(a, m, bias, lo_off, hi_off, x, q, n);
+  });
 }
 
 // Constant parameters, whole blocks of 4 vectors; returns the elements done. Clamps to
@@ -5202,7 +5213,10 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
     const std::int32_t lo_off = a.lo - a.zero_point;
     const std::int32_t hi_off = a.hi - a.zero_point;
     if (FloatStepApplies(a.kf[at], lo_off, hi_off))
-      return FloatBlocks4<Out, typename Scheme::Round>(a, a.kf[at], a.bias[at], lo_off, hi_off, x, q, n);
+      return WithFloatStore<Out>(a, [&](auto low, const auto& store) QUANTKIT_LAMBDA_INLINE {
+        return FloatSideBlocks4<Out, typename Scheme::Round, decltype(low)::value>(a, a.kf[at], a.bias[at], lo_off,
+                                                                                   hi_off, store, x, q, n);
+      });
   }
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
@@ -5312,62 +5326,35 @@ HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q,
 }
 
 // Float scheme, no streaming, rows of at least one block: the call's constants (clamp, zero
-// point, byte packer) set up once, each row's multiplier and bias in the loop (per-row setup
-// through FloatBlocks4 cost as much as a 64-value row's arithmetic); a non-finite multiplier's
-// row and what a row's blocks leave go out of line.
-template <class Out, class Round, bool kLow, class Store>
-HWY_INLINE void FloatRowsStored(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
-                                std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
-                                std::int64_t dat, const Store& store) {
-  const hn::ScalableTag<std::int32_t> di;
-  using DI = decltype(di);
+// point, store) set up once, each row's multiplier and bias in the loop (per-row setup through
+// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side per row (as
+// FixedPointRows: clamping both sides instead, with no branch, measured slower, 15.3 against
+// 17.3 Gelem/s at 4K). A non-finite multiplier's row and what a row's blocks leave go out of
+// line.
+template <class Out, class Round>
+HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                            std::int64_t dat) {
   const std::int32_t lo_off = a.lo - a.zero_point;  // the caller checked FloatBoundsExact
   const std::int32_t hi_off = a.hi - a.zero_point;
   const float* HWY_RESTRICT kf = a.kf;
   const std::int32_t* HWY_RESTRICT kb = a.bias;
-  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
-    const float m = kf[at];
-    const std::int32_t b = kb[at];
-    if (!std::isfinite(m)) {
-      RequantizeRun<Out, RqFloat<Round>, false>(&a, x, q, n, at);
-      continue;
+  // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
+  WithFloatStore<Out>(a, [&](auto low, const auto& store) {
+    const std::int32_t* xr = x;
+    Out* qr = q;
+    std::int64_t p = at;
+    for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
+      const float m = kf[p];
+      if (!std::isfinite(m)) {
+        RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
+        continue;
+      }
+      const std::size_t i =
+          FloatSideBlocks4<Out, Round, decltype(low)::value>(a, m, kb[p], lo_off, hi_off, store, xr, qr, n);
+      if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
     }
-    // the bias's side per row (as FixedPointRows): clamping both sides instead, with no
-    // branch, measured slower (4K per channel: 15.3 against 17.3 Gelem/s)
-    std::size_t i;
-    if (b == 0) {
-      i = StepBlocks4<Out>(di, a, FloatStep<DI, Round, 0, kLow>(di, m, b, lo_off, hi_off), store, x, q, n);
-    } else if (b > 0) {
-      i = StepBlocks4<Out>(di, a, FloatStep<DI, Round, 1, kLow>(di, m, b, lo_off, hi_off), store, x, q, n);
-    } else {
-      i = StepBlocks4<Out>(di, a, FloatStep<DI, Round, 2, kLow>(di, m, b, lo_off, hi_off), store, x, q, n);
-    }
-    if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, x + i, q + i, n - i, at);
-  }
-}
-
-// kPack: bytes on AVX-512 with |zp| <= 255, stored by ByteBlockPacker (which clamps below).
-template <class Out, class Round, bool kPack>
-HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
-                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
-                            std::int64_t dat) {
-  const hn::ScalableTag<std::int32_t> di;
-  using V = hn::Vec<decltype(di)>;
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  if constexpr (kPack) {
-    const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(a.zero_point)),
-                                    static_cast<float>(a.lo));
-    const auto store = [&pack](auto stream, V r0, V r1, V r2, V r3, Out* p) {
-      pack.template Store<decltype(stream)::value>(r0.raw, r1.raw, r2.raw, r3.raw, p);
-    };
-    return FloatRowsStored<Out, Round, false>(a, x, sx, q, sq, count, n, at, dat, store);
-  }
-#endif
-  const V zp = hn::Set(di, a.zero_point);
-  const auto store = [di, zp](auto stream, V r0, V r1, V r2, V r3, Out* p) {
-    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zp, p);
-  };
-  FloatRowsStored<Out, Round, true>(a, x, sx, q, sq, count, n, at, dat, store);
+  });
 }
 
 // Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
@@ -5414,13 +5401,7 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
   if constexpr (Scheme::kFloat) {
     if (blocks && !a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<std::int32_t>()) &&
         FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
-      using Round = typename Scheme::Round;
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-      // as FloatBlocks4Side: ByteBlockPacker does the lower clamp of bytes
-      if (sizeof(Out) == 1 && a.zero_point >= -255 && a.zero_point <= 255)
-        return FloatRows<Out, Round, sizeof(Out) == 1>(a, x, sx, q, sq, count, n, at, dat);
-#endif
-      return FloatRows<Out, Round, false>(a, x, sx, q, sq, count, n, at, dat);
+      return FloatRows<Out, typename Scheme::Round>(a, x, sx, q, sq, count, n, at, dat);
     }
   }
   for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
