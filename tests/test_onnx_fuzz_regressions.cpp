@@ -69,8 +69,86 @@ TEST_CASE("fuzz regressions: ONNX loader") {
   // QLinearConv with X of rank 3 and W of rank 4 crashed libonnx's convPoolShapeInference.
   const std::string c = bytes_of(regressions + "/fuzz_onnx_load/qlinearconv_rank_mismatch_libonnx_segv.onnx");
   CHECK(error_of([&] { qk::onnx::load_bytes(c.data(), c.size(), "m.onnx"); }) ==
-        "quantkit: file 'm.onnx': node '' (QLinearConv): input X 'x' has rank 3, weight W 'w' rank 4; expected "
+        "quantkit: file 'm.onnx': node '' (QLinearConv): input x 'x' has rank 3, input w 'w' rank 4; expected "
         "equal ranks of at least 3");
+  // GRU (opset 6) with a rank-1 X crashed libonnx's RNNShapeInference1.
+  const std::string d = bytes_of(regressions + "/fuzz_onnx_load/gru_rank1_input_libonnx_segv.onnx");
+  CHECK(error_of([&] { qk::onnx::load_bytes(d.data(), d.size(), "m.onnx"); }) ==
+        "quantkit: file 'm.onnx': node '' (GRU): input X '0' has rank 1; expected rank 3");
+  // LayerNormalization (opset 17) with a rank-0 X (its axis attribute misspelt, so -1) crashed
+  // libonnx's LayerNormalization inference.
+  const std::string l = bytes_of(regressions + "/fuzz_onnx_load/layernorm_rank0_input_libonnx_segv.onnx");
+  CHECK(error_of([&] { qk::onnx::load_bytes(l.data(), l.size(), "m.onnx"); }) ==
+        "quantkit: file 'm.onnx': node '' (LayerNormalization): input X 'X' has rank 0 and 'axis' is -1; expected an "
+        "axis in [-rank, rank)");
+}
+
+namespace {
+using Dims = std::vector<std::int64_t>;
+// x (shape `x_dims`) -> Neg -> t -> `op` (inputs t, then graph inputs of shapes `more`) -> y, at
+// `opset`: the rank of t is known only once inference has run Neg.
+std::string error_of_op_after_neg(const std::string& op, int opset, const Dims& x_dims, const std::vector<Dims>& more) {
+  ::onnx::ModelProto m;
+  m.set_ir_version(7);
+  m.add_opset_import()->set_version(opset);
+  auto* g = m.mutable_graph();
+  auto add_input = [&](const std::string& name, const std::vector<std::int64_t>& dims) {
+    auto* in = g->add_input();
+    in->set_name(name);
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+    auto* shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (auto d : dims) shape->add_dim()->set_dim_value(d);
+  };
+  add_input("x", x_dims);
+  auto* neg = g->add_node();
+  neg->set_op_type("Neg");
+  neg->set_name("neg");
+  neg->add_input("x");
+  neg->add_output("t");
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name("n");
+  n->add_input("t");
+  for (std::size_t i = 0; i < more.size(); ++i) {
+    add_input("in" + std::to_string(i), more[i]);
+    n->add_input("in" + std::to_string(i));
+  }
+  n->add_output("y");
+  if (op == "GRU" || op == "RNN" || op == "LSTM") {
+    auto* a = n->add_attribute();
+    a->set_name("hidden_size");
+    a->set_type(::onnx::AttributeProto::INT);
+    a->set_i(1);
+  }
+  auto* y = g->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(1);
+  const std::string b = m.SerializeAsString();
+  return error_of([&] { qk::onnx::load_bytes(b.data(), b.size(), "m.onnx"); });
+}
+}  // namespace
+
+TEST_CASE("fuzz regressions: ranks libonnx trusts, known only during shape inference") {
+  // The rank of Neg's output reaches the recurrent, Gemm and convolution inference only inside
+  // libonnx: the check wrapped around their inference functions reports it, with the node.
+  for (const std::string op : {"GRU", "RNN", "LSTM"}) {
+    CAPTURE(op);
+    const std::vector<Dims> w_r = {{1, 3, 2}, {1, 3, 1}};
+    const std::string e = error_of_op_after_neg(op, 7, {4}, w_r);
+    CHECK(e.find("quantkit: file 'm.onnx': shape inference failed: ") == 0);
+    CHECK(e.find("node name: n") != std::string::npos);
+    CHECK(e.find("input X has rank 1; expected rank 3") != std::string::npos);
+    CHECK(error_of_op_after_neg(op, 7, {2, 1, 2}, w_r) == "(no error)");
+  }
+  for (const int opset : {6, 7, 13}) {
+    CAPTURE(opset);
+    const std::string e = error_of_op_after_neg("Gemm", opset, {}, {{2, 2}, {2}});
+    CHECK(e.find("quantkit: file 'm.onnx': shape inference failed: ") == 0);
+    CHECK(e.find("input A has rank 0; expected rank 2") != std::string::npos);
+    CHECK(error_of_op_after_neg("Gemm", opset, {3, 2}, {{2, 2}, {2}}) == "(no error)");
+  }
+  CHECK(error_of_op_after_neg("Conv", 13, {1, 3, 2, 2}, {{1, 3, 2}}).find(
+            "input X has rank 4, input W rank 3; expected equal ranks of at least 3") != std::string::npos);
 }
 
 TEST_CASE("fuzz regressions: executor on small graphs (as fuzz/fuzz_executor.cpp runs them)") {

@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <utility>
@@ -254,12 +255,98 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 }
 
 #if QUANTKIT_ONNX_SHAPE_INFERENCE
+// Input ranks (and axes) that libonnx 1.12's inference functions index without checking them,
+// each a crash found by fuzz/fuzz_onnx_load or tests/test_onnx_libonnx_sweep.cpp: Gemm (opset 6, 7) reads
+// dims 0 and 1 of A and B, the convolutions' convPoolShapeInference reads W's dims by X's rank,
+// the recurrent ops' inference (RNNShapeInference1) dims 0..2 of X, STFT dims 0..2 of the signal,
+// LayerNormalization the dims before its axis. `rank_of(i)` is input i's rank (-1: not known),
+// `name_of(i)` names input i, `attribute(name)` is the node's attribute or null. Returns what is
+// wrong, or "" when nothing is.
+inline std::string libonnx_rank_problem(const std::string& op, int n_inputs, const std::function<int(int)>& rank_of,
+                                        const std::function<std::string(int)>& name_of,
+                                        const std::function<const ::onnx::AttributeProto*(const char*)>& attribute) {
+  auto rank = [&](int i) { return i < n_inputs ? rank_of(i) : -1; };
+  const int w_index = op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
+  if (w_index > 0) {
+    const int x = rank(0), wr = rank(w_index);
+    if (x >= 0 && wr >= 0 && (x != wr || x < 3))
+      return name_of(0) + " has rank " + std::to_string(x) + ", " + name_of(w_index) + " rank " + std::to_string(wr) +
+             "; expected equal ranks of at least 3";
+  }
+  if (op == "LayerNormalization" && rank(0) >= 0) {
+    const ::onnx::AttributeProto* a = attribute("axis");
+    const std::int64_t axis = a != nullptr ? a->i() : -1, r = rank(0);
+    if (axis < -r || axis >= r)
+      return name_of(0) + " has rank " + std::to_string(r) + " and 'axis' is " + std::to_string(axis) +
+             "; expected an axis in [-rank, rank)";
+  }
+  // The ranks the operator's specification gives: Gemm's A and B; RNN, GRU and LSTM's X, W, R,
+  // B, sequence_lens, initial_h, initial_c (LSTM) and P (LSTM); STFT's signal.
+  std::vector<int> expected;
+  if (op == "Gemm") expected = {2, 2};
+  if (op == "RNN" || op == "GRU" || op == "LSTM") expected = {3, 3, 3, 2, 1, 3, 3, 2};
+  if (op == "STFT") expected = {3};
+  for (int i = 0; i < static_cast<int>(expected.size()); ++i) {
+    const int r = rank(i);
+    if (r >= 0 && r != expected[static_cast<std::size_t>(i)])
+      return name_of(i) + " has rank " + std::to_string(r) + "; expected rank " +
+             std::to_string(expected[static_cast<std::size_t>(i)]);
+  }
+  return {};
+}
+
+// "input X": input i by the name its schema gives it.
+inline std::string formal_input_name(const ::onnx::OpSchema& schema, int i) {
+  const auto& formal = schema.inputs();
+  const auto k = static_cast<std::size_t>(i);
+  return "input " + (k < formal.size() ? formal[k].GetName() : std::to_string(i));
+}
+
+// libonnx's schema registry, with the inference function of each op libonnx_rank_problem knows
+// wrapped in that check. Inside inference the check sees the ranks inference has propagated so far
+// (an input another node makes), which no check before inference can: GRU(Neg(x)) with x of rank
+// 1 was a crash in RNNShapeInference1.
+class RankCheckedSchemaRegistry final : public ::onnx::ISchemaRegistry {
+ public:
+  const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
+                                    const std::string& domain) const override {
+    const ::onnx::OpSchema* s = ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
+    static const std::set<std::string> checked = {"Conv", "ConvInteger", "ConvTranspose",      "QLinearConv", "Gemm",
+                                                  "RNN",  "GRU",         "LSTM",  "LayerNormalization", "STFT"};
+    if (s == nullptr || !s->has_type_and_shape_inference_function() || !checked.count(key) ||
+        !(domain.empty() || domain == "ai.onnx"))
+      return s;
+    std::unique_ptr<::onnx::OpSchema>& copy = checked_[s];
+    if (!copy) {
+      copy.reset(new ::onnx::OpSchema(*s));
+      const ::onnx::OpSchema* schema = copy.get();
+      copy->TypeAndShapeInferenceFunction(
+          [schema, infer = s->GetTypeAndShapeInferenceFunction()](::onnx::InferenceContext& ctx) {
+            const std::string problem = libonnx_rank_problem(
+                schema->Name(), static_cast<int>(ctx.getNumInputs()),
+                [&](int i) {
+                  const ::onnx::TypeProto* t = ctx.getInputType(static_cast<std::size_t>(i));
+                  return t != nullptr && t->has_tensor_type() && t->tensor_type().has_shape()
+                             ? t->tensor_type().shape().dim_size()
+                             : -1;
+                },
+                [&](int i) { return formal_input_name(*schema, i); },
+                [&](const char* name) { return ctx.getAttribute(name); });
+            if (!problem.empty()) throw ::onnx::InferenceError("[ShapeInferenceError] " + problem);
+            infer(ctx);
+          });
+    }
+    return copy.get();
+  }
+
+ private:
+  mutable std::map<const ::onnx::OpSchema*, std::unique_ptr<::onnx::OpSchema>> checked_;
+};
+
 // Runs libonnx shape inference (strict: node-level errors are errors) on a copy of the model
 // and collects the value infos it finds.
 inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const Where& w) {
-  // Ranks known before inference (declared inputs, initializers, value infos): libonnx's Gemm
-  // inference (opset 6, 7) indexes dims 0 and 1 of A and B without checking their rank, and its
-  // convolution inference (convPoolShapeInference) indexes W's dims by X's rank.
+  // Ranks known before inference: declared inputs, initializers, value infos, Constant outputs.
   std::map<std::string, int> known_rank;
   for (const auto& kv : g.initializers) known_rank[kv.first] = kv.second.shape().rank;
   for (const auto& i : g.inputs)
@@ -272,41 +359,26 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
         if (a.name() == "value" && a.has_t()) known_rank[np.output(0)] = a.t().dims_size();
   for (const auto& np : model.graph().node()) {
     const bool onnx_domain = np.domain().empty() || np.domain() == "ai.onnx";
+    if (!onnx_domain) continue;
     const std::string& op = np.op_type();
-    const int w_index = op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
-    if (onnx_domain && w_index > 0 && np.input_size() > w_index) {
-      auto x = known_rank.find(np.input(0));
-      auto wr = known_rank.find(np.input(w_index));
-      if (x != known_rank.end() && wr != known_rank.end() && (x->second != wr->second || x->second < 3))
-        fail(w.prefix(), "node '", np.name(), "' (", op, "): input X '", np.input(0), "' has rank ", x->second,
-             ", weight W '", np.input(w_index), "' rank ", wr->second, "; expected equal ranks of at least 3");
-    }
     // libonnx's convolution and pooling inference divides by strides and dilations (and by
     // group): zero or negative values are a SIGFPE there.
-    if (onnx_domain) {
-      for (const auto& a : np.attribute()) {
-        const bool positive_ints = a.name() == "strides" || a.name() == "dilations";
-        if (positive_ints)
-          for (auto v : a.ints())
-            if (v <= 0)
-              fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute '", a.name(), "' has ", v,
-                   "; expected positive values");
-        if (a.name() == "group" && a.i() <= 0 && (w_index > 0))
-          fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute 'group' is ", a.i(), "; expected >= 1");
-      }
-    }
-    if (op == "Gemm" && onnx_domain) {
-      for (int i = 0; i < 2 && i < np.input_size(); ++i) {
-        auto r = known_rank.find(np.input(i));
-        if (r != known_rank.end() && r->second != 2)
-          fail(w.prefix(), "node '", np.name(), "' (Gemm): input ", i == 0 ? "A" : "B", " '", np.input(i),
-               "' has rank ", r->second, "; expected rank 2");
-      }
+    const bool conv = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "QLinearConv";
+    for (const auto& a : np.attribute()) {
+      const bool positive_ints = a.name() == "strides" || a.name() == "dilations";
+      if (positive_ints)
+        for (auto v : a.ints())
+          if (v <= 0)
+            fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute '", a.name(), "' has ", v,
+                 "; expected positive values");
+      if (a.name() == "group" && a.i() <= 0 && conv)
+        fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute 'group' is ", a.i(), "; expected >= 1");
     }
   }
   // libonnx 1.12's inference functions trust that a node matches its schema (input and output
   // counts, attribute kinds). So every node whose op libonnx knows is verified against its
-  // schema first (ops it does not know, e.g. com.microsoft's, are left to the executor).
+  // schema first (ops it does not know, e.g. com.microsoft's, are left to the executor), then
+  // the ranks known so far are checked (reported with the tensors' names).
   for (const auto& np : model.graph().node()) {
     const std::string domain = np.domain() == "ai.onnx" ? std::string() : np.domain();
     auto v = g.opsets.find(domain);
@@ -324,6 +396,19 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
       fail(w.prefix(), "node '", np.name(), "' (", np.op_type(), "): does not match the ONNX schema of ",
            np.op_type(), " at opset ", version, ": ", what);
     }
+    const std::string problem = libonnx_rank_problem(
+        np.op_type(), np.input_size(),
+        [&](int i) {
+          auto r = known_rank.find(np.input(i));
+          return r != known_rank.end() ? r->second : -1;
+        },
+        [&](int i) { return formal_input_name(*schema, i) + " '" + np.input(i) + "'"; },
+        [&](const char* name) -> const ::onnx::AttributeProto* {
+          for (const auto& a : np.attribute())
+            if (a.name() == name) return &a;
+          return nullptr;
+        });
+    if (!problem.empty()) fail(w.prefix(), "node '", np.name(), "' (", np.op_type(), "): ", problem);
   }
   ::onnx::ModelProto m = model;
   try {
@@ -331,7 +416,8 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
     // the schemas' type constraints (old exporters wrote e.g. int64 Constants at opset 6,
     // which runtimes accept), the executor checks the types it needs.
     ::onnx::ShapeInferenceOptions options(/*check_type=*/false, /*strict_mode=*/1, /*data_prop=*/false);
-    ::onnx::shape_inference::InferShapes(m, ::onnx::OpSchemaRegistry::Instance(), options);
+    const RankCheckedSchemaRegistry registry;
+    ::onnx::shape_inference::InferShapes(m, &registry, options);
   } catch (const std::exception& e) {
     fail(w.prefix(), "shape inference failed: ", e.what());
   }
