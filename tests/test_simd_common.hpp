@@ -909,8 +909,9 @@ inline qks::HistogramResult reference_histogram(const float* x, std::size_t n, f
     } else if (v > hi) {
       ++r.above;
     } else {
-      auto b = static_cast<std::size_t>(((v - lo) * static_cast<float>(bins)) / (hi - lo));
-      if (b > bins - 1) b = bins - 1;
+      // +inf where (v - lo) * bins overflows (the -1e38..1e38 ranges below): the last bin
+      const float q = ((v - lo) * static_cast<float>(bins)) / (hi - lo);
+      const std::size_t b = q >= static_cast<float>(bins) ? bins - 1 : static_cast<std::size_t>(q);
       ++counts[b];
     }
   }
@@ -962,8 +963,12 @@ inline void check_histogram_blocked(const qks::Kernels* k) {
   };
   // edges: v = lo + j * (hi - lo) / bins and its float neighbours, for every j
   for (std::size_t bins : {std::size_t{3}, std::size_t{100}, std::size_t{2048}}) {
+    // The last four: extreme widths; with -1e38..1e38, (v - lo) * bins overflows to +inf for
+    // most values (the last bin, as the scalar loop's clamp).
     for (const auto& range : {std::pair<float, float>{-7.5f, 6.0f}, std::pair<float, float>{0.1f, 0.7f},
-                              std::pair<float, float>{-1e-3f, 3e4f}}) {
+                              std::pair<float, float>{-1e-3f, 3e4f}, std::pair<float, float>{0.0f, 1e30f},
+                              std::pair<float, float>{0.0f, 1e-30f}, std::pair<float, float>{-1e38f, 1e38f},
+                              std::pair<float, float>{0.0f, 1e-33f}}) {
       const float lo = range.first, hi = range.second;
       std::vector<float> edges;
       for (std::size_t j = 0; j <= bins; ++j) {

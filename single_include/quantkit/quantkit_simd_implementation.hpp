@@ -3977,8 +3977,9 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
     } else if (v > a.hi) {
       ++r.above;
     } else {
-      auto b = static_cast<std::size_t>(((v - a.lo) * bins_s) / width_s);
-      if (b > a.bins - 1) b = a.bins - 1;
+      // the quotient is +inf where (v - lo) * bins overflows (width * bins > FLT_MAX): the last bin
+      const float q = ((v - a.lo) * bins_s) / width_s;
+      const std::size_t b = q >= bins_s ? a.bins - 1 : static_cast<std::size_t>(q);
       ++a.counts[b];
     }
   }
@@ -3986,15 +3987,17 @@ inline HistogramResult HistogramDirect(const HistogramArgs& a) {
 }
 
 // Large inputs: bin indices of a block of kHistBlock values computed on vectors (no per-lane
-// branch: values that are not binned go to a trash slot), then the increments from the index
-// buffer into two interleaved uint16 sub-histograms (alternate values of the block go to
-// alternate copies, so runs of one bin do not chain through one counter), flushed into the
-// uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter).
+// branch: values that are not binned go to a trash slot), then the increments from the uint32
+// index buffer (one load feeds one increment's address: no shifts or zero-extensions to take
+// 16-bit indices apart) into two interleaved uint16 sub-histograms (alternate values of the
+// block go to alternate copies, so runs of one bin do not chain through one counter), flushed
+// into the uint64 counts every kHistChunk values (at most kHistChunk / 2 per copy and counter).
 constexpr std::size_t kHistBlock = 512;
 constexpr std::size_t kHistChunk = std::size_t{1} << 16;  // multiple of kHistBlock
 
 // The block loop shared by the histograms: indices(p, out) writes the slot indices (< slots
-// <= 65536) of the N values at p; flush(h0, h1) adds the two sub-histograms to the counts.
+// <= 65536) of the N values at p as uint32; flush(h0, h1) adds the two sub-histograms to the
+// counts.
 // Returns the number of values done (whole blocks; the caller does the rest).
 template <class Indices, class Flush>
 HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t slots, Indices& indices,
@@ -4006,13 +4009,13 @@ HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t sl
   std::uint16_t* const h1 = sub.data() + slots;
   // Two index buffers: the increments of block i (from `cur`) are interleaved with the
   // index computation of block i + 1 (into `nxt`), so the vector and the load/store work overlap.
-  HWY_ALIGN std::uint16_t idx_a[kHistBlock];
-  HWY_ALIGN std::uint16_t idx_b[kHistBlock];
-  std::uint16_t* cur = idx_a;
-  std::uint16_t* nxt = idx_b;
+  HWY_ALIGN std::uint32_t idx_a[kHistBlock];
+  HWY_ALIGN std::uint32_t idx_b[kHistBlock];
+  std::uint32_t* cur = idx_a;
+  std::uint32_t* nxt = idx_b;
   const std::size_t end = n - n % kHistBlock;
-  // Groups of G values: whole vectors and whole 4-index words.
-  const std::size_t G = N < 4 ? 4 : N;
+  // Groups of G values: whole vectors and whole pairs.
+  const std::size_t G = N < 2 ? 2 : N;
   for (std::size_t c = 0; c < end; c += kHistChunk) {
     const std::size_t chunk_end = end - c < kHistChunk ? end : c + kHistChunk;
     for (std::size_t j = 0; j < kHistBlock; j += N) indices(x + c + j, cur + j);
@@ -4023,16 +4026,12 @@ HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t sl
           PrefetchAhead(next + j, G * sizeof(float));
           for (std::size_t q = j; q < j + G; q += N) indices(next + q, nxt + q);
         }
-        for (std::size_t q = j; q < j + G; q += 4) {
-          std::uint64_t w;  // four indices in one load
-          std::memcpy(&w, cur + q, sizeof(w));
-          ++h0[static_cast<std::uint16_t>(w)];  // (either byte order: two of every four per copy)
-          ++h1[static_cast<std::uint16_t>(w >> 16)];
-          ++h0[static_cast<std::uint16_t>(w >> 32)];
-          ++h1[static_cast<std::uint16_t>(w >> 48)];
+        for (std::size_t q = j; q < j + G; q += 2) {
+          ++h0[cur[q]];
+          ++h1[cur[q + 1]];
         }
       }
-      std::uint16_t* t = cur;
+      std::uint32_t* t = cur;
       cur = nxt;
       nxt = t;
     }
@@ -4045,8 +4044,9 @@ HWY_INLINE std::size_t CountBlocks(const float* x, std::size_t n, std::size_t sl
 // Histogram's slots: [0, bins) the bins, `bins` the values whose quotient is exactly `bins`
 // (v == hi, or rounding up to it: the last bin, as the clamp does), bins + 1 the trash
 // (outside [lo, hi], NaN). The index of an inside value is computed with the same float
-// operations as HistogramDirect: int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi), so
-// every value lands in the same bin.
+// operations as HistogramDirect: int(((v - lo) * bins) / (hi - lo)) (<= bins since v <= hi, but
+// +inf where the product overflows, so the quotient is clamped to bins first: the last bin as
+// HistogramDirect's clamp), so every value lands in the same bin.
 //
 // kMinMax: also the running min/max of the finite values (raw values while a vector is all
 // inside [lo, hi], hence finite; the finite filter only in vectors that are not) into
@@ -4071,8 +4071,7 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
                                        std::size_t* nonfinite) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
-  const hn::Rebind<std::uint16_t, decltype(di)> d16;
-  (void)d16;  // AVX-512 stores the indices with its own narrowing
+  const hn::RebindToUnsigned<decltype(d)> du;
   const V lo = hn::Set(d, a.lo);
   const V hi = hn::Set(d, a.hi);
   const V bins = hn::Set(d, static_cast<float>(a.bins));
@@ -4083,23 +4082,24 @@ HWY_INLINE std::size_t HistogramBlocks(const HistogramArgs& a, HistogramResult& 
     a.counts[a.bins - 1] += std::uint64_t{h0[a.bins]} + h1[a.bins];
   };
   // Indices of the N values at p into out.
-  auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+  auto indices = [&](const float* p, std::uint32_t* out) HWY_ATTR {
     V v = hn::LoadU(d, p);
     if (kAbsolute) v = hn::Abs(v);
     const auto inside = hn::And(hn::Ge(v, lo), hn::Le(v, hi));  // false for NaN
-    const V pos = hn::Div(hn::Mul(hn::Sub(v, lo), bins), width);
-    // pos is in [0, bins] where inside; other lanes' conversions are discarded
+    // pos is in [0, bins] where inside (clamped: +inf where (v - lo) * bins overflows, i.e.
+    // width * bins > FLT_MAX, would convert to an index past the slots); other lanes'
+    // conversions are discarded
+    const V pos = hn::Min(hn::Div(hn::Mul(hn::Sub(v, lo), bins), width), bins);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
-    // one masked truncating conversion (ConvertTo adds an overflow fix-up) and vpmovdw
-    const __m512i bin = _mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(out), _mm512_cvtepi32_epi16(bin));
+    // one masked truncating conversion (ConvertTo adds an overflow fix-up)
+    const hn::Vec<decltype(di)> bin{_mm512_mask_cvttps_epi32(trash.raw, inside.raw, pos.raw)};
 #else
     // NaN/out-of-range lanes are zeroed before converting (converting NaN is undefined on the
     // scalar and emulated targets), then sent to the trash slot.
     const auto bin = hn::IfThenElse(hn::RebindMask(di, inside),
                                     hn::ConvertTo(di, hn::IfThenElseZero(inside, pos)), trash);
-    hn::Store(hn::DemoteTo(d16, bin), d16, out);
 #endif
+    hn::Store(hn::BitCast(du, bin), du, out);
     if (HWY_LIKELY(hn::AllTrue(d, inside))) {
       if (kMinMax) {  // all inside [lo, hi]: finite
         vmin = hn::Min(vmin, v);
@@ -4222,16 +4222,15 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   V vmax = hn::Neg(pinf);
   std::size_t nonfinite = 0;
   if (a.bins + 1 <= 65536 && a.n >= 8 * a.bins && a.n >= kHistBlock) {
-    const hn::Rebind<std::uint16_t, decltype(di)> d16;
     auto flush = [&](const std::uint16_t* h0, const std::uint16_t* h1) {
       for (std::size_t b = 0; b < a.bins; ++b) a.counts[b] += std::uint64_t{h0[b]} + h1[b];
       skipped += std::size_t{h0[a.bins]} + h1[a.bins];
     };
     // with the min/max step in the same pass or without (one block loop for each)
     const auto count = [&](auto min_max) HWY_ATTR {
-      auto indices = [&](const float* p, std::uint16_t* out) HWY_ATTR {
+      auto indices = [&](const float* p, std::uint32_t* out) HWY_ATTR {
         const V v = hn::LoadU(d, p);
-        hn::Store(hn::DemoteTo(d16, hn::BitCast(di, GridBins(d, v, inv_width, base, bins))), d16, out);
+        hn::Store(GridBins(d, v, inv_width, base, bins), du, out);
         if constexpr (decltype(min_max)::value) FiniteMinMaxStep(d, v, vmin, vmax, nonfinite);
       };
       return CountBlocks(a.x, a.n, a.bins + 1, indices, flush);
