@@ -62,23 +62,23 @@ TEST_CASE("fuzz regressions: ONNX loader") {
     const std::string msg = error_of([&] { qk::onnx::load_bytes(b.data(), b.size(), "regression.onnx"); });
     CHECK(msg.find("file 'regression.onnx'") != std::string::npos);
   }
-  // The first one: Gemm (opset 6) with a rank-0 input A crashed libonnx 1.12's shape inference.
-  const std::string b = bytes_of(regressions + "/fuzz_onnx_load/gemm_rank0_input_libonnx_segv.onnx");
-  CHECK(error_of([&] { qk::onnx::load_bytes(b.data(), b.size(), "m.onnx"); }) ==
+  // Each crashed libonnx 1.12's shape inference; now the message names the node and input.
+  auto error_loading_regression = [](const std::string& name) {
+    const std::string b = bytes_of(regressions + "/fuzz_onnx_load/" + name);
+    return error_of([&] { qk::onnx::load_bytes(b.data(), b.size(), "m.onnx"); });
+  };
+  // The first one: Gemm (opset 6) with a rank-0 input A.
+  CHECK(error_loading_regression("gemm_rank0_input_libonnx_segv.onnx") ==
         "quantkit: file 'm.onnx': node '' (Gemm): input A '0' has rank 0; expected rank 2");
-  // QLinearConv with X of rank 3 and W of rank 4 crashed libonnx's convPoolShapeInference.
-  const std::string c = bytes_of(regressions + "/fuzz_onnx_load/qlinearconv_rank_mismatch_libonnx_segv.onnx");
-  CHECK(error_of([&] { qk::onnx::load_bytes(c.data(), c.size(), "m.onnx"); }) ==
+  // QLinearConv with X of rank 3 and W of rank 4 (convPoolShapeInference).
+  CHECK(error_loading_regression("qlinearconv_rank_mismatch_libonnx_segv.onnx") ==
         "quantkit: file 'm.onnx': node '' (QLinearConv): input x 'x' has rank 3, input w 'w' rank 4; expected "
         "equal ranks of at least 3");
-  // GRU (opset 6) with a rank-1 X crashed libonnx's RNNShapeInference1.
-  const std::string d = bytes_of(regressions + "/fuzz_onnx_load/gru_rank1_input_libonnx_segv.onnx");
-  CHECK(error_of([&] { qk::onnx::load_bytes(d.data(), d.size(), "m.onnx"); }) ==
+  // GRU (opset 6) with a rank-1 X (RNNShapeInference1).
+  CHECK(error_loading_regression("gru_rank1_input_libonnx_segv.onnx") ==
         "quantkit: file 'm.onnx': node '' (GRU): input X '0' has rank 1; expected rank 3");
-  // LayerNormalization (opset 17) with a rank-0 X (its axis attribute misspelt, so -1) crashed
-  // libonnx's LayerNormalization inference.
-  const std::string l = bytes_of(regressions + "/fuzz_onnx_load/layernorm_rank0_input_libonnx_segv.onnx");
-  CHECK(error_of([&] { qk::onnx::load_bytes(l.data(), l.size(), "m.onnx"); }) ==
+  // LayerNormalization (opset 17) with a rank-0 X (its axis attribute misspelt, so -1).
+  CHECK(error_loading_regression("layernorm_rank0_input_libonnx_segv.onnx") ==
         "quantkit: file 'm.onnx': node '' (LayerNormalization): input X 'X' has rank 0 and 'axis' is -1; expected an "
         "axis in [-rank, rank)");
 }

@@ -197,7 +197,6 @@ TEST_CASE("libonnx shape inference sweep: every schema, ranks 0..4, axes -5..4: 
         return 4;
       }
     };
-    int status = 0;
     if (!fork_each) {
       INFO(c.describe());
       const int r = load();
@@ -214,6 +213,7 @@ TEST_CASE("libonnx shape inference sweep: every schema, ranks 0..4, axes -5..4: 
       if (devnull >= 0) dup2(devnull, 2);
       _exit(load());
     }
+    int status = 0;
     waitpid(pid, &status, 0);
     if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3)) {
       loaded += WEXITSTATUS(status) == 0;

@@ -3657,7 +3657,6 @@ HWY_AFTER_NAMESPACE();
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>

@@ -262,11 +262,31 @@ inline graph::Attribute attribute_from_proto(const ::onnx::AttributeProto& a, co
 // LayerNormalization the dims before its axis. `rank_of(i)` is input i's rank (-1: not known),
 // `name_of(i)` names input i, `attribute(name)` is the node's attribute or null. Returns what is
 // wrong, or "" when nothing is.
+// The input W of the convolutions (inferred by convPoolShapeInference), or -1 for other ops.
+inline int conv_weight_input(const std::string& op) {
+  return op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
+}
+
+// The ranks the operator's specification gives its first inputs, where libonnx relies on them:
+// Gemm's A and B; RNN, GRU and LSTM's X, W, R, B, sequence_lens, initial_h, initial_c (LSTM)
+// and P (LSTM); STFT's signal. Empty for other ops.
+inline std::vector<int> spec_ranks(const std::string& op) {
+  if (op == "Gemm") return {2, 2};
+  if (op == "RNN" || op == "GRU" || op == "LSTM") return {3, 3, 3, 2, 1, 3, 3, 2};
+  if (op == "STFT") return {3};
+  return {};
+}
+
+// Whether libonnx_rank_problem has a rule for op.
+inline bool has_libonnx_rank_rule(const std::string& op) {
+  return conv_weight_input(op) > 0 || op == "LayerNormalization" || !spec_ranks(op).empty();
+}
+
 inline std::string libonnx_rank_problem(const std::string& op, int n_inputs, const std::function<int(int)>& rank_of,
                                         const std::function<std::string(int)>& name_of,
                                         const std::function<const ::onnx::AttributeProto*(const char*)>& attribute) {
   auto rank = [&](int i) { return i < n_inputs ? rank_of(i) : -1; };
-  const int w_index = op == "QLinearConv" ? 3 : (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") ? 1 : -1;
+  const int w_index = conv_weight_input(op);
   if (w_index > 0) {
     const int x = rank(0), wr = rank(w_index);
     if (x >= 0 && wr >= 0 && (x != wr || x < 3))
@@ -280,12 +300,7 @@ inline std::string libonnx_rank_problem(const std::string& op, int n_inputs, con
       return name_of(0) + " has rank " + std::to_string(r) + " and 'axis' is " + std::to_string(axis) +
              "; expected an axis in [-rank, rank)";
   }
-  // The ranks the operator's specification gives: Gemm's A and B; RNN, GRU and LSTM's X, W, R,
-  // B, sequence_lens, initial_h, initial_c (LSTM) and P (LSTM); STFT's signal.
-  std::vector<int> expected;
-  if (op == "Gemm") expected = {2, 2};
-  if (op == "RNN" || op == "GRU" || op == "LSTM") expected = {3, 3, 3, 2, 1, 3, 3, 2};
-  if (op == "STFT") expected = {3};
+  const std::vector<int> expected = spec_ranks(op);
   for (int i = 0; i < static_cast<int>(expected.size()); ++i) {
     const int r = rank(i);
     if (r >= 0 && r != expected[static_cast<std::size_t>(i)])
@@ -311,9 +326,7 @@ class RankCheckedSchemaRegistry final : public ::onnx::ISchemaRegistry {
   const ::onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
                                     const std::string& domain) const override {
     const ::onnx::OpSchema* s = ::onnx::OpSchemaRegistry::Schema(key, max_inclusive_version, domain);
-    static const std::set<std::string> checked = {"Conv", "ConvInteger", "ConvTranspose",      "QLinearConv", "Gemm",
-                                                  "RNN",  "GRU",         "LSTM",  "LayerNormalization", "STFT"};
-    if (s == nullptr || !s->has_type_and_shape_inference_function() || !checked.count(key) ||
+    if (s == nullptr || !s->has_type_and_shape_inference_function() || !has_libonnx_rank_rule(key) ||
         !(domain.empty() || domain == "ai.onnx"))
       return s;
     std::unique_ptr<::onnx::OpSchema>& copy = checked_[s];
@@ -363,7 +376,6 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
     const std::string& op = np.op_type();
     // libonnx's convolution and pooling inference divides by strides and dilations (and by
     // group): zero or negative values are a SIGFPE there.
-    const bool conv = op == "Conv" || op == "ConvInteger" || op == "ConvTranspose" || op == "QLinearConv";
     for (const auto& a : np.attribute()) {
       const bool positive_ints = a.name() == "strides" || a.name() == "dilations";
       if (positive_ints)
@@ -371,7 +383,7 @@ inline void infer_shapes(const ::onnx::ModelProto& model, graph::Graph& g, const
           if (v <= 0)
             fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute '", a.name(), "' has ", v,
                  "; expected positive values");
-      if (a.name() == "group" && a.i() <= 0 && conv)
+      if (a.name() == "group" && a.i() <= 0 && conv_weight_input(op) > 0)
         fail(w.prefix(), "node '", np.name(), "' (", op, "): attribute 'group' is ", a.i(), "; expected >= 1");
     }
   }
