@@ -10,6 +10,14 @@
 //   read/-/-/memchr/<n>                           glibc memchr over the batch's bytes, never
 //                                                 matching: streaming-read bandwidth
 //   memcpy/-/-/memcpy/<n>                         memcpy of the batch (read + write)
+//   floor/increments/-/plain/<n>                  the histogram's increments alone: the bins of
+//                                                 the batch precomputed (2048 over the settled
+//                                                 range), ++h[bin] into two uint16 copies, as
+//                                                 the observer's inner loop
+//   floor/stores/-/plain/<n>                      the same bins stored to (h[bin] = q, no load
+//                                                 or add): the core's rate of stores to random
+//                                                 L1 lines, which bounds any histogram that
+//                                                 does one store per value
 //
 // Each observer cycles over 4 batches of n normal values with slightly different spreads, so a
 // histogram's range settles after the first few batches (as in calibration over a dataset).
@@ -21,6 +29,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -165,6 +174,89 @@ void BM_memcpy(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n * 8));
 }
 
+// The bins of each batch over the range of all batches (the observer's settled range), as the
+// observer computes them: int((v - lo) * 2048 / (hi - lo)), the top edge in the last bin.
+struct Bins {
+  std::size_t n = 0;
+  std::vector<std::vector<std::uint32_t>> batches;
+};
+
+const Bins& bins(std::size_t n) {
+  static std::vector<std::unique_ptr<Bins>> cache;
+  for (const auto& b : cache)
+    if (b->n == n) return *b;
+  const Data& d = data(n);
+  float lo = d.batches[0][0];
+  float hi = lo;
+  for (const auto& b : d.batches)
+    for (std::size_t i = 0; i < n; ++i) {
+      lo = b[i] < lo ? b[i] : lo;
+      hi = b[i] > hi ? b[i] : hi;
+    }
+  auto r = std::make_unique<Bins>();
+  r->n = n;
+  for (const auto& b : d.batches) {
+    std::vector<std::uint32_t> idx(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const float q = (b[i] - lo) * 2048.0f / (hi - lo);
+      idx[i] = q >= 2048.0f ? 2047u : static_cast<std::uint32_t>(q);
+    }
+    r->batches.push_back(std::move(idx));
+  }
+  cache.push_back(std::move(r));
+  return *cache.back();
+}
+
+// The histogram's inner loop alone (CountBlocks' increments: two interleaved uint16 copies,
+// flushed into uint64 counts every 64K values), over the precomputed bins.
+void BM_floor_increments(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const Bins& bb = bins(n);
+  std::vector<std::uint16_t> sub(2 * 2048, 0);
+  std::vector<std::uint64_t> counts(2048, 0);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = sub.data() + 2048;
+  std::size_t b = 0;
+  for (auto _ : state) {
+    const std::uint32_t* idx = bb.batches[b].data();
+    for (std::size_t c = 0; c < n; c += 65536) {
+      const std::size_t end = n - c < 65536 ? n : c + 65536;
+      for (std::size_t q = c; q + 1 < end; q += 2) {
+        ++h0[idx[q]];
+        ++h1[idx[q + 1]];
+      }
+      for (std::size_t k = 0; k < 2048; ++k) counts[k] += std::uint64_t{h0[k]} + h1[k];
+      std::fill(sub.begin(), sub.end(), std::uint16_t{0});
+    }
+    benchmark::DoNotOptimize(counts.data());
+    benchmark::ClobberMemory();
+    b = (b + 1) % kBatches;
+  }
+  set_counters(state, n);
+}
+
+// One store per value to the value's bin, nothing loaded or added: the store rate that bounds
+// any histogram doing one counter update (one store) per value.
+void BM_floor_stores(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const Bins& bb = bins(n);
+  std::vector<std::uint16_t> sub(2 * 2048, 0);
+  std::uint16_t* const h0 = sub.data();
+  std::uint16_t* const h1 = sub.data() + 2048;
+  std::size_t b = 0;
+  for (auto _ : state) {
+    const std::uint32_t* idx = bb.batches[b].data();
+    for (std::size_t q = 0; q + 1 < n; q += 2) {
+      h0[idx[q]] = static_cast<std::uint16_t>(q);
+      h1[idx[q + 1]] = static_cast<std::uint16_t>(q);
+    }
+    benchmark::DoNotOptimize(sub.data());
+    benchmark::ClobberMemory();
+    b = (b + 1) % kBatches;
+  }
+  set_counters(state, n);
+}
+
 // Makes the memchr baseline read every byte: no byte 0xA5 anywhere in the batches.
 void scrub(std::size_t n) {
   const Data& d = data(n);
@@ -208,6 +300,8 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("observe/kl/per_tensor/quantkit/" + s).c_str(), BM_kl)->Arg(n);
     benchmark::RegisterBenchmark(("read/-/-/memchr/" + s).c_str(), BM_read)->Arg(n);
     benchmark::RegisterBenchmark(("memcpy/-/-/memcpy/" + s).c_str(), BM_memcpy)->Arg(n);
+    benchmark::RegisterBenchmark(("floor/increments/-/plain/" + s).c_str(), BM_floor_increments)->Arg(n);
+    benchmark::RegisterBenchmark(("floor/stores/-/plain/" + s).c_str(), BM_floor_stores)->Arg(n);
   }
   benchmark::RegisterBenchmark("ranges/histogram/per_tensor/quantkit/2048", BM_histogram_ranges);
   benchmark::AddCustomContext("simd_target", qk::simd::active_kernels().name);

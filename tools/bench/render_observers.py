@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Turns bench_observers' and torch_observers.py's JSON into bench/results/observers.md:
 per batch size, each observer's throughput, its share of the streaming-read bandwidth measured
-in the same run (glibc memchr over the same bytes), and its speed-up over PyTorch's observer.
+in the same run (glibc memchr over the same bytes), its speed-up over PyTorch's observer, and for
+the histograms their share of the increment floor (the increments alone over precomputed bins).
 
 usage: render_observers.py OUT.md bench_observers.json [torch_observers.json]
 """
@@ -42,16 +43,29 @@ def main():
              "tools/bench/torch_observers.py, tools/bench/render_observers.py). One thread; "
              "medians of repetitions; every ratio is between numbers of the same run.", "",
              "`read` is glibc memchr over the batch (never matching): the streaming-read "
-             "bandwidth an observer that reads its batch once can reach.", ""]
+             "bandwidth an observer that reads its batch once can reach. `floor` is the "
+             "histograms' inner loop alone over bins precomputed from the same batches: "
+             "`increments` is ++h[bin] into two uint16 copies (what the observers do after "
+             "computing the bins), `stores` one plain store per value to its bin (nothing "
+             "loaded or added): the rate at which the core stores to random L1 lines, which "
+             "bounds any histogram that does one counter update per value.", ""]
     observers = [("minmax", "per_tensor"), ("minmax", "per_channel64"), ("histogram", "per_tensor"),
                  ("histogram.torch113", "per_tensor"), ("kl", "per_tensor")]
     for n in sizes:
         read = qk.get(f"read/-/-/memchr/{n}")
         read_bw = n * 4 / seconds(read) if read else None
         lines += [f"## Batches of {n} float32 ({n * 4 / 2**20:.0f} MiB)", "",
-                  f"Streaming read (memchr): {read_bw / 1e9:.1f} GB/s" if read_bw else "", "",
-                  "| observer | granularity | quantkit Gelem/s | GB/s | % of read | PyTorch Gelem/s | x PyTorch |",
-                  "|---|---|---:|---:|---:|---:|---:|"]
+                  f"Streaming read (memchr): {read_bw / 1e9:.1f} GB/s" if read_bw else ""]
+        inc = qk.get(f"floor/increments/-/plain/{n}")
+        sto = qk.get(f"floor/stores/-/plain/{n}")
+        inc_rate = n / seconds(inc) if inc else None
+        if inc and sto:
+            lines += ["", f"Histogram floor: increments {inc_rate / 1e9:.3f} G/s, "
+                      f"stores {n / seconds(sto) / 1e9:.3f} G/s (values per second)"]
+        lines += ["",
+                  "| observer | granularity | quantkit Gelem/s | GB/s | % of read | % of increment floor "
+                  "| PyTorch Gelem/s | x PyTorch |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
         for kind, gran in observers:
             b = qk.get(f"observe/{kind}/{gran}/quantkit/{n}")
             if not b:
@@ -65,7 +79,9 @@ def main():
             tcol = f"{n / seconds(tb) / 1e9:.3f}" if tb else "-"
             ratio = f"{seconds(tb) / t:.1f}" if tb else "-"
             share = f"{100 * bw / read_bw:.0f}%" if read_bw else "-"
-            lines.append(f"| {kind} | {gran} | {n / t / 1e9:.3f} | {bw / 1e9:.1f} | {share} | {tcol} | {ratio} |")
+            floor = f"{100 * (n / t) / inc_rate:.0f}%" if inc_rate and kind != "minmax" else "-"
+            lines.append(f"| {kind} | {gran} | {n / t / 1e9:.3f} | {bw / 1e9:.1f} | {share} | {floor} "
+                         f"| {tcol} | {ratio} |")
         lines.append("")
     r = qk.get("ranges/histogram/per_tensor/quantkit/2048")
     tr = torch.get("ranges/histogram/per_tensor/torch/2048")
