@@ -343,6 +343,9 @@ inline std::vector<std::pair<qk::Dims, qk::Granularity>> granularity_cases() {
       {qk::Dims{3, 300}, G::per_channel(0)},     // rows of several 4-vector blocks and a tail
       {qk::Dims{64, 64}, G::per_channel(0)},     // short rows in one call: whole blocks, no tail
       {qk::Dims{9, 21}, G::per_channel(0)},      // short rows in one call: tails only
+      {qk::Dims{9, 32}, G::per_channel(0)},      // rows of two AVX-512 vectors, in pairs, one left
+      {qk::Dims{4, 96}, G::per_group(1, 32)},    // blocks of two AVX-512 vectors: a pair and one
+      {qk::Dims{5, 48}, G::per_group(1, 8)},     // blocks of two SSE4 vectors, in pairs
       {qk::Dims{3, 10, 9}, G::per_group(1, 4)},
       {qk::Dims{3, 10, 9}, G::per_group(2, 1)},
       {qk::Dims{0, 5}, G::per_channel(1)},

@@ -760,6 +760,88 @@ TEST_CASE("simd: the View API keeps the reference's error messages") {
 }
 
 namespace {
+// The message of f's qk::Error ("" when it does not throw).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const qk::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+}  // namespace
+
+// The SIMD front ends check scales and zero points in the pass that converts them for the
+// kernels (not in checked_layout): the same errors as the reference, naming the tensor and the
+// first bad index, on every target, for parameter counts inline and on the heap.
+TEST_CASE("simd: the View API rejects bad scales and zero points as the reference does") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  struct Layout {
+    qk::Dims dims;
+    qk::Granularity g;
+  };
+  const Layout layouts[] = {
+      {qk::Dims{6}, qk::Granularity::per_tensor()},
+      {qk::Dims{5, 4}, qk::Granularity::per_channel(0)},
+      {qk::Dims{300, 2}, qk::Granularity::per_channel(0)},  // past ParamArray's inline 256
+      {qk::Dims{4, 64}, qk::Granularity::per_group(1, 32)},
+  };
+  for (const Layout& l : layouts) {
+    const std::size_t n = static_cast<std::size_t>(l.dims.product());
+    std::vector<float> x(n, 0.5f), y(n);
+    std::vector<std::int8_t> q(n, 3);
+    std::vector<std::int32_t> acc(n, 7);
+    const qk::View<const float> xv(x.data(), l.dims, "w");
+    const qk::View<const std::int8_t> qv(q.data(), l.dims, "w_q");
+    const qk::View<const std::int32_t> av(acc.data(), l.dims, "acc");
+    const qk::ParamLayout layout(l.dims, l.g);
+    const auto count = static_cast<std::size_t>(layout.count());
+    const std::size_t bad = count - 1;  // the last one: the whole pass runs before the failure
+    for (int kind = 0; kind < 7; ++kind) {
+      qk::QuantParams p;
+      p.granularity = l.g;
+      p.scale.assign(count, 0.25f);
+      p.zero_point.assign(count, 1);
+      p.range = qk::IntRange{-128, 127};
+      const float bad_scales[] = {0.0f, -0.0f, -0.5f, nan, simd_test::kInf};
+      if (kind < 5) p.scale[bad] = bad_scales[kind];
+      if (kind == 5) p.zero_point[bad] = 128;
+      if (kind == 6) p.zero_point[bad] = -129;
+      CAPTURE(l.dims.to_string());
+      CAPTURE(kind);
+      const std::string want_q = error_of([&] { qk::ref::quantize(xv, p, qk::View<std::int8_t>(q.data(), l.dims)); });
+      const std::string want_f = error_of([&] { qk::ref::fake_quantize(xv, p, qk::View<float>(y.data(), l.dims)); });
+      const std::string want_d = error_of([&] { qk::ref::dequantize(qv, p, qk::View<float>(y.data(), l.dims)); });
+      const std::string want_a = error_of([&] { qk::ref::dequantize(av, p, qk::View<float>(y.data(), l.dims)); });
+      REQUIRE(!want_q.empty());
+      CHECK(want_q.find("tensor 'w'") != std::string::npos);
+      CHECK(want_q.find("[" + std::to_string(bad) + "]") != std::string::npos);
+      std::vector<const qks::Kernels*> kernels = qks::available_kernels();
+      kernels.push_back(nullptr);  // the default dispatch
+      for (const qks::Kernels* k : kernels) {
+        CAPTURE(k != nullptr ? k->name : "default");
+        CHECK(error_of([&] {
+                qks::quantize(xv, p, qk::View<std::int8_t>(q.data(), l.dims), qk::RoundHalfEven{},
+                              qk::ScaleApplicationKind::divide, k);
+              }) == want_q);
+        CHECK(error_of([&] {
+                qks::quantize(xv, p, qk::View<std::int8_t>(q.data(), l.dims), qk::RoundHalfEven{},
+                              qk::ScaleApplicationKind::multiply_by_reciprocal, k);
+              }) == want_q);
+        CHECK(error_of([&] {
+                qks::fake_quantize(xv, p, qk::View<float>(y.data(), l.dims), qk::RoundHalfEven{},
+                                   qk::ScaleApplicationKind::divide, k);
+              }) == want_f);
+        CHECK(error_of([&] { qks::dequantize(qv, p, qk::View<float>(y.data(), l.dims), k); }) == want_d);
+        // int32 with zero points != 0: the reference's path, the same checks
+        CHECK(error_of([&] { qks::dequantize(av, p, qk::View<float>(y.data(), l.dims), k); }) == want_a);
+      }
+    }
+  }
+}
+
+namespace {
 // A user rounding policy: no `mode`, runs the scalar reference (documented).
 struct RoundToOdd {
   using category = qk::category::rounding;

@@ -36,6 +36,22 @@ struct Range {
   friend bool operator==(const Range& a, const Range& b) { return a.min == b.min && a.max == b.max; }
 };
 
+namespace detail {
+// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass
+// that vectorizes. Zero points through unsigned differences: z - qmin wraps past
+// qmax - qmin exactly when z is outside [qmin, qmax].
+inline bool params_valid(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r) {
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(r.qmin);
+  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  return bad == 0;
+}
+}  // namespace detail
+
 // Scales and zero points of one tensor: one pair per tensor, per channel, or per block
 // (blocks in row-major order of the tensor's shape with the quantized axis divided into
 // ceil(extent / block_size) blocks — ONNX's blocked layout).
@@ -50,7 +66,22 @@ struct QuantParams {
   // Checks what every quantize/dequantize relies on: as many zero points as scales, finite
   // positive scales, zero points inside the range.
   void validate(const std::string& tensor_name = {}) const {
-    // the name is formatted only on failure: validate runs on every kernel call
+    validate_counts(tensor_name);
+    if (values_valid()) return;
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
+    for (std::size_t i = 0; i < scale.size(); ++i) {
+      if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
+        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
+      if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
+        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
+                     range.qmin, ", ", range.qmax, "]");
+    }
+  }
+
+  // The checks of validate() that do not read every parameter: counts and the range. The SIMD
+  // front ends check the values in the pass that converts them for the kernels.
+  void validate_counts(const std::string& tensor_name = {}) const {
+    // the name is formatted only on failure: this runs on every kernel call
     const auto what = [&] { return detail::describe_tensor(tensor_name); };
     if (scale.empty())
       detail::fail(what(), ": quantization parameters have no scale; expected at least one");
@@ -62,26 +93,12 @@ struct QuantParams {
                    "] is empty; expected qmin < qmax");
     if (granularity.kind == GranularityKind::per_tensor && scale.size() != 1)
       detail::fail(what(), ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
-    // one branch-free pass first (vectorized: per-channel parameters are checked on every
-    // call), the failing index only when there is one
-    const float* s = scale.data();
-    const std::int32_t* z = zero_point.data();
-    const std::size_t n = scale.size();
-    const float smax = std::numeric_limits<float>::max();
-    const std::int32_t zlo = range.qmin, zhi = range.qmax;
-    std::int32_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      bad |= static_cast<std::int32_t>(!(s[i] > 0.0f)) | static_cast<std::int32_t>(!(s[i] <= smax)) |
-             static_cast<std::int32_t>(z[i] < zlo) | static_cast<std::int32_t>(z[i] > zhi);
-    if (bad == 0) return;
-    for (std::size_t i = 0; i < scale.size(); ++i) {
-      if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
-        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
-      if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
-        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
-                     range.qmin, ", ", range.qmax, "]");
-    }
   }
+
+  // Whether every scale is finite and > 0 and every zero point inside the range (counts
+  // checked first): one branch-free pass (it vectorizes: per-channel parameters are checked on
+  // every call).
+  bool values_valid() const { return detail::params_valid(scale.data(), zero_point.data(), scale.size(), range); }
 };
 
 // What to do with NaN/Inf in the data an observer sees or a range is computed from.

@@ -573,6 +573,22 @@ struct Range {
   friend bool operator==(const Range& a, const Range& b) { return a.min == b.min && a.max == b.max; }
 };
 
+namespace detail {
+// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass
+// that vectorizes. Zero points through unsigned differences: z - qmin wraps past
+// qmax - qmin exactly when z is outside [qmin, qmax].
+inline bool params_valid(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r) {
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(r.qmin);
+  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i)
+    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  return bad == 0;
+}
+}  // namespace detail
+
 // Scales and zero points of one tensor: one pair per tensor, per channel, or per block
 // (blocks in row-major order of the tensor's shape with the quantized axis divided into
 // ceil(extent / block_size) blocks — ONNX's blocked layout).
@@ -587,7 +603,22 @@ struct QuantParams {
   // Checks what every quantize/dequantize relies on: as many zero points as scales, finite
   // positive scales, zero points inside the range.
   void validate(const std::string& tensor_name = {}) const {
-    // the name is formatted only on failure: validate runs on every kernel call
+    validate_counts(tensor_name);
+    if (values_valid()) return;
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
+    for (std::size_t i = 0; i < scale.size(); ++i) {
+      if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
+        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
+      if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
+        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
+                     range.qmin, ", ", range.qmax, "]");
+    }
+  }
+
+  // The checks of validate() that do not read every parameter: counts and the range. The SIMD
+  // front ends check the values in the pass that converts them for the kernels.
+  void validate_counts(const std::string& tensor_name = {}) const {
+    // the name is formatted only on failure: this runs on every kernel call
     const auto what = [&] { return detail::describe_tensor(tensor_name); };
     if (scale.empty())
       detail::fail(what(), ": quantization parameters have no scale; expected at least one");
@@ -599,26 +630,12 @@ struct QuantParams {
                    "] is empty; expected qmin < qmax");
     if (granularity.kind == GranularityKind::per_tensor && scale.size() != 1)
       detail::fail(what(), ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
-    // one branch-free pass first (vectorized: per-channel parameters are checked on every
-    // call), the failing index only when there is one
-    const float* s = scale.data();
-    const std::int32_t* z = zero_point.data();
-    const std::size_t n = scale.size();
-    const float smax = std::numeric_limits<float>::max();
-    const std::int32_t zlo = range.qmin, zhi = range.qmax;
-    std::int32_t bad = 0;
-    for (std::size_t i = 0; i < n; ++i)
-      bad |= static_cast<std::int32_t>(!(s[i] > 0.0f)) | static_cast<std::int32_t>(!(s[i] <= smax)) |
-             static_cast<std::int32_t>(z[i] < zlo) | static_cast<std::int32_t>(z[i] > zhi);
-    if (bad == 0) return;
-    for (std::size_t i = 0; i < scale.size(); ++i) {
-      if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
-        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
-      if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
-        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
-                     range.qmin, ", ", range.qmax, "]");
-    }
   }
+
+  // Whether every scale is finite and > 0 and every zero point inside the range (counts
+  // checked first): one branch-free pass (it vectorizes: per-channel parameters are checked on
+  // every call).
+  bool values_valid() const { return detail::params_valid(scale.data(), zero_point.data(), scale.size(), range); }
 };
 
 // What to do with NaN/Inf in the data an observer sees or a range is computed from.
@@ -2125,12 +2142,19 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
     f(in.data()[in_off], out.data()[out_off], layout.index(idx));
   });
 }
+// Whether checked_layout checks every scale and zero point too, or the caller does (the SIMD
+// front ends, in the pass that converts them for the kernels).
+enum class ParamValues { check, caller_checks };
+
 // Shape, parameter and granularity checks every operation starts with.
 template <class In, int RI, class Out, int RO>
 ParamLayout checked_layout(const View<In, RI>& in, const View<Out, RO>& out, const QuantParams& p,
-                           const char* what) {
+                           const char* what, ParamValues values = ParamValues::check) {
   expect_same_shape(in, out, what);
-  p.validate(in.name());
+  if (values == ParamValues::check)
+    p.validate(in.name());
+  else
+    p.validate_counts(in.name());
   ParamLayout layout(in.shape(), p.granularity, in.name());
   layout.expect_count(static_cast<std::int64_t>(p.size()), in.name());
   return layout;
@@ -3697,7 +3721,47 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, factor + p, zero + p, kFake ? scale + p : nullptr);
       continue;
     }
-    for (std::size_t k = 0; k < m; ++k, x += sx, q += sq) {
+    std::size_t k = 0;
+    if (n == 2 * N) {
+      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
+      // independent vectors as in a block of QuantizeBlocks4, one loop test for both rows.
+      for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
+        const V f0 = hn::Set(d, rf[k]);
+        const V f1 = hn::Set(d, rf[k + 1]);
+        const V r0 = kMarkstein ? hn::Set(d, rr[k]) : f0;
+        const V r1 = kMarkstein ? hn::Set(d, rr[k + 1]) : f1;
+        const V hi0 = hn::Set(d, rhi[k]);
+        const V hi1 = hn::Set(d, rhi[k + 1]);
+        const float* x1 = x + sx;
+        Out* q1 = q + sq;
+        if constexpr (kFake) {
+          const V lo0 = hn::Set(d, rlo[k]);
+          const V lo1 = hn::Set(d, rlo[k + 1]);
+          const V s0 = hn::Set(d, rs[k]);
+          const V s1 = hn::Set(d, rs[k + 1]);
+          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
+          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
+          const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1, s1);
+          const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1, s1);
+          hn::StoreU(y0, d, q);
+          hn::StoreU(y1, d, q + N);
+          hn::StoreU(y2, d, q1);
+          hn::StoreU(y3, d, q1 + N);
+        } else {
+          ByteBlockPacker<Out> pack0 = pack;
+          ByteBlockPacker<Out> pack1 = pack;
+          pack0.z16 = _mm512_set1_epi32(rz[k]);
+          pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
+          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
+          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
+          const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x1), f1, hi1, hi1);
+          const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, hi1, hi1);
+          pack0.StorePair(v0.raw, v1.raw, q);
+          pack1.StorePair(v2.raw, v3.raw, q1);
+        }
+      }
+    }
+    for (; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
       const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
       const V hi = hn::Set(d, rhi[k]);
@@ -3917,7 +3981,31 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
   if (!a.stream) {  // the lean loop: no stream branch per row
-    for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat) {
+    std::size_t k = 0;
+    const hn::ScalableTag<float> d;
+    const std::size_t N = hn::Lanes(d);
+    if (n == 2 * N) {
+      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
+      // independent vectors, one loop test for both rows.
+      const hn::RebindToSigned<decltype(d)> di;
+      for (; k + 2 <= count; k += 2, q += 2 * sq, x += 2 * sx, at += 2 * dat) {
+        const auto s0 = hn::Set(d, a.scale[at]);
+        const auto s1 = hn::Set(d, a.scale[at + dat]);
+        const auto z0 = hn::Set(di, a.zero[at]);
+        const auto z1 = hn::Set(di, a.zero[at + dat]);
+        const In* q1 = q + sq;
+        float* x1 = x + sx;
+        const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q), z0)), s0);
+        const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + N), z0)), s0);
+        const auto y2 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1), z1)), s1);
+        const auto y3 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + N), z1)), s1);
+        hn::StoreU(y0, d, x);
+        hn::StoreU(y1, d, x + N);
+        hn::StoreU(y2, d, x1);
+        hn::StoreU(y3, d, x1 + N);
+      }
+    }
+    for (; k < count; ++k, q += sq, x += sx, at += dat) {
       const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
       if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
     }
@@ -5855,12 +5943,39 @@ bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   }
 }
 
+// What the View dequantize does with its parameters (counts checked), from one branch-free pass:
+// run the kernels, run the reference (a zero point dequantize_covered rejects; it checks the
+// values itself), or fail (a scale not finite and > 0, a zero point outside the range).
+enum class DequantizeParams { kernels, reference, invalid };
+template <class In>
+DequantizeParams dequantize_params(const QuantParams& p) {
+  const float* s = p.scale.data();
+  const std::int32_t* z = p.zero_point.data();
+  const std::size_t count = p.size();
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(p.range.qmin);
+  const auto span = static_cast<std::uint32_t>(p.range.qmax) - zlo;
+  // the kernels' zero points: In's values (0 for int32 inputs)
+  constexpr bool kInt32 = std::is_same<In, std::int32_t>::value;
+  const auto klo = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::min());
+  const auto kspan = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::max()) - klo;
+  std::uint32_t bad = 0, uncovered = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto zu = static_cast<std::uint32_t>(z[i]);
+    bad |= static_cast<std::uint32_t>(!(s[i] > 0.0f)) | static_cast<std::uint32_t>(!(s[i] <= smax)) |
+           static_cast<std::uint32_t>(zu - zlo > span);
+    uncovered |= static_cast<std::uint32_t>(zu - klo > kspan);
+  }
+  if (uncovered != 0) return DequantizeParams::reference;
+  return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
+}
+
 // Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
 // most layers: no allocation per call), on the heap beyond.
 template <class T>
 class ParamArray {
  public:
-  static constexpr std::size_t kInline = 64;
+  static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
   explicit ParamArray(std::size_t n) : data_(inline_) {
     if (n > kInline) {
       heap_.resize(n);
@@ -5879,17 +5994,31 @@ class ParamArray {
 };
 
 // The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
-// which is `scales` itself when dividing (no copy) or 1/scale in `factor`. Plain loops over
-// local pointers: they vectorize (per-channel parameters are converted on every call).
-inline const float* kernel_params(ScaleApplicationKind application, const float* scales,
-                                  const std::int32_t* zero_points, std::size_t count,
-                                  ParamArray<float>& factor, ParamArray<float>& zero) {
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
+// same branch-free pass the values' check (QuantParams::validate's): returns false when a
+// scale is not finite and > 0 or a zero point lies outside r. Plain loops over local pointers:
+// they vectorize (per-channel and per-group parameters are converted on every call).
+inline bool kernel_params(ScaleApplicationKind application, const float* scales,
+                          const std::int32_t* zero_points, std::size_t count, IntRange r,
+                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf) {
   float* z = zero.data();
-  for (std::size_t i = 0; i < count; ++i) z[i] = static_cast<float>(zero_points[i]);
-  if (application == ScaleApplicationKind::divide) return scales;
-  float* f = factor.data();
-  for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
-  return f;
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(r.qmin);
+  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    z[i] = static_cast<float>(zero_points[i]);
+    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  }
+  if (application == ScaleApplicationKind::divide) {
+    pf = scales;
+  } else {
+    float* f = factor.data();
+    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+    pf = f;
+  }
+  return bad == 0;
 }
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
@@ -6087,15 +6216,16 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
   if constexpr (mode == RoundingMode::custom || !detail::is_kernel_int_v<Out>) {
     ref::quantize(x, p, q, round, application);
   } else {
-    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize");
+    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize", ref::impl::ParamValues::caller_checks);
     if (!detail::range_ok<Out>(p.range)) {
       ref::quantize(x, p, q, round, application);
       return;
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
-                                            factor, zero);
+    const float* pf = nullptr;
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+      p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
@@ -6124,15 +6254,17 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
   if constexpr (mode == RoundingMode::custom) {
     ref::fake_quantize(x, p, y, round, application);
   } else {
-    const ParamLayout layout = ref::impl::checked_layout(x, y, p, "fake_quantize");
+    const ParamLayout layout =
+        ref::impl::checked_layout(x, y, p, "fake_quantize", ref::impl::ParamValues::caller_checks);
     if (!detail::range_ok<float>(p.range)) {
       ref::fake_quantize(x, p, y, round, application);
       return;
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
-                                            factor, zero);
+    const float* pf = nullptr;
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+      p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
@@ -6158,9 +6290,13 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
   if constexpr (!detail::is_kernel_int_v<In>) {
     ref::dequantize(q, p, x);
   } else {
-    if (!detail::dequantize_covered<In>(p.zero_point.data(), p.zero_point.size()))
-      return ref::dequantize(q, p, x);
-    const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
+    const ParamLayout layout =
+        ref::impl::checked_layout(q, x, p, "dequantize", ref::impl::ParamValues::caller_checks);
+    switch (detail::dequantize_params<In>(p)) {
+      case detail::DequantizeParams::kernels: break;
+      case detail::DequantizeParams::reference: return ref::dequantize(q, p, x);
+      case detail::DequantizeParams::invalid: p.validate(q.name()); break;  // throws
+    }
     DequantizeArgs a;
     detail::make_plan(q.shape(), q.strides(), x.strides(), layout, a.plan);
     a.q = q.data();
@@ -6521,10 +6657,10 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   // Branch-free passes first (per-channel calls check every channel on every call); only when
   // they fail, the first bad scale or zero point is named. Zero points in [qmin, qmax], which
   // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
-  if (!scales_valid(scales, count) || !zero_points_within(zero_points, count, r.qmin, r.qmax))
-    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   ParamArray<float> factor(count), zero(count);
-  const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
+  const float* pf = nullptr;
+  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf))
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   QuantizeArgs a;
   write_plan(a.plan);
   a.x = x;

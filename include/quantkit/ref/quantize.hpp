@@ -63,12 +63,19 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
     f(in.data()[in_off], out.data()[out_off], layout.index(idx));
   });
 }
+// Whether checked_layout checks every scale and zero point too, or the caller does (the SIMD
+// front ends, in the pass that converts them for the kernels).
+enum class ParamValues { check, caller_checks };
+
 // Shape, parameter and granularity checks every operation starts with.
 template <class In, int RI, class Out, int RO>
 ParamLayout checked_layout(const View<In, RI>& in, const View<Out, RO>& out, const QuantParams& p,
-                           const char* what) {
+                           const char* what, ParamValues values = ParamValues::check) {
   expect_same_shape(in, out, what);
-  p.validate(in.name());
+  if (values == ParamValues::check)
+    p.validate(in.name());
+  else
+    p.validate_counts(in.name());
   ParamLayout layout(in.shape(), p.granularity, in.name());
   layout.expect_count(static_cast<std::int64_t>(p.size()), in.name());
   return layout;

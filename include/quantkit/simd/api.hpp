@@ -142,12 +142,39 @@ bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
   }
 }
 
+// What the View dequantize does with its parameters (counts checked), from one branch-free pass:
+// run the kernels, run the reference (a zero point dequantize_covered rejects; it checks the
+// values itself), or fail (a scale not finite and > 0, a zero point outside the range).
+enum class DequantizeParams { kernels, reference, invalid };
+template <class In>
+DequantizeParams dequantize_params(const QuantParams& p) {
+  const float* s = p.scale.data();
+  const std::int32_t* z = p.zero_point.data();
+  const std::size_t count = p.size();
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(p.range.qmin);
+  const auto span = static_cast<std::uint32_t>(p.range.qmax) - zlo;
+  // the kernels' zero points: In's values (0 for int32 inputs)
+  constexpr bool kInt32 = std::is_same<In, std::int32_t>::value;
+  const auto klo = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::min());
+  const auto kspan = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::max()) - klo;
+  std::uint32_t bad = 0, uncovered = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto zu = static_cast<std::uint32_t>(z[i]);
+    bad |= static_cast<std::uint32_t>(!(s[i] > 0.0f)) | static_cast<std::uint32_t>(!(s[i] <= smax)) |
+           static_cast<std::uint32_t>(zu - zlo > span);
+    uncovered |= static_cast<std::uint32_t>(zu - klo > kspan);
+  }
+  if (uncovered != 0) return DequantizeParams::reference;
+  return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
+}
+
 // Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
 // most layers: no allocation per call), on the heap beyond.
 template <class T>
 class ParamArray {
  public:
-  static constexpr std::size_t kInline = 64;
+  static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
   explicit ParamArray(std::size_t n) : data_(inline_) {
     if (n > kInline) {
       heap_.resize(n);
@@ -166,17 +193,31 @@ class ParamArray {
 };
 
 // The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
-// which is `scales` itself when dividing (no copy) or 1/scale in `factor`. Plain loops over
-// local pointers: they vectorize (per-channel parameters are converted on every call).
-inline const float* kernel_params(ScaleApplicationKind application, const float* scales,
-                                  const std::int32_t* zero_points, std::size_t count,
-                                  ParamArray<float>& factor, ParamArray<float>& zero) {
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
+// same branch-free pass the values' check (QuantParams::validate's): returns false when a
+// scale is not finite and > 0 or a zero point lies outside r. Plain loops over local pointers:
+// they vectorize (per-channel and per-group parameters are converted on every call).
+inline bool kernel_params(ScaleApplicationKind application, const float* scales,
+                          const std::int32_t* zero_points, std::size_t count, IntRange r,
+                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf) {
   float* z = zero.data();
-  for (std::size_t i = 0; i < count; ++i) z[i] = static_cast<float>(zero_points[i]);
-  if (application == ScaleApplicationKind::divide) return scales;
-  float* f = factor.data();
-  for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
-  return f;
+  const float smax = std::numeric_limits<float>::max();
+  const auto zlo = static_cast<std::uint32_t>(r.qmin);
+  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    z[i] = static_cast<float>(zero_points[i]);
+    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  }
+  if (application == ScaleApplicationKind::divide) {
+    pf = scales;
+  } else {
+    float* f = factor.data();
+    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+    pf = f;
+  }
+  return bad == 0;
 }
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
@@ -374,15 +415,16 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
   if constexpr (mode == RoundingMode::custom || !detail::is_kernel_int_v<Out>) {
     ref::quantize(x, p, q, round, application);
   } else {
-    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize");
+    const ParamLayout layout = ref::impl::checked_layout(x, q, p, "quantize", ref::impl::ParamValues::caller_checks);
     if (!detail::range_ok<Out>(p.range)) {
       ref::quantize(x, p, q, round, application);
       return;
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
-                                            factor, zero);
+    const float* pf = nullptr;
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+      p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
@@ -411,15 +453,17 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
   if constexpr (mode == RoundingMode::custom) {
     ref::fake_quantize(x, p, y, round, application);
   } else {
-    const ParamLayout layout = ref::impl::checked_layout(x, y, p, "fake_quantize");
+    const ParamLayout layout =
+        ref::impl::checked_layout(x, y, p, "fake_quantize", ref::impl::ParamValues::caller_checks);
     if (!detail::range_ok<float>(p.range)) {
       ref::fake_quantize(x, p, y, round, application);
       return;
     }
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
-    const float* pf = detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count,
-                                            factor, zero);
+    const float* pf = nullptr;
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+      p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
@@ -445,9 +489,13 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
   if constexpr (!detail::is_kernel_int_v<In>) {
     ref::dequantize(q, p, x);
   } else {
-    if (!detail::dequantize_covered<In>(p.zero_point.data(), p.zero_point.size()))
-      return ref::dequantize(q, p, x);
-    const ParamLayout layout = ref::impl::checked_layout(q, x, p, "dequantize");
+    const ParamLayout layout =
+        ref::impl::checked_layout(q, x, p, "dequantize", ref::impl::ParamValues::caller_checks);
+    switch (detail::dequantize_params<In>(p)) {
+      case detail::DequantizeParams::kernels: break;
+      case detail::DequantizeParams::reference: return ref::dequantize(q, p, x);
+      case detail::DequantizeParams::invalid: p.validate(q.name()); break;  // throws
+    }
     DequantizeArgs a;
     detail::make_plan(q.shape(), q.strides(), x.strides(), layout, a.plan);
     a.q = q.data();
@@ -808,10 +856,10 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   // Branch-free passes first (per-channel calls check every channel on every call); only when
   // they fail, the first bad scale or zero point is named. Zero points in [qmin, qmax], which
   // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
-  if (!scales_valid(scales, count) || !zero_points_within(zero_points, count, r.qmin, r.qmax))
-    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   ParamArray<float> factor(count), zero(count);
-  const float* pf = kernel_params(o.application, scales, zero_points, count, factor, zero);
+  const float* pf = nullptr;
+  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf))
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   QuantizeArgs a;
   write_plan(a.plan);
   a.x = x;

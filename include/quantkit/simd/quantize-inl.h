@@ -446,7 +446,47 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, factor + p, zero + p, kFake ? scale + p : nullptr);
       continue;
     }
-    for (std::size_t k = 0; k < m; ++k, x += sx, q += sq) {
+    std::size_t k = 0;
+    if (n == 2 * N) {
+      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
+      // independent vectors as in a block of QuantizeBlocks4, one loop test for both rows.
+      for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
+        const V f0 = hn::Set(d, rf[k]);
+        const V f1 = hn::Set(d, rf[k + 1]);
+        const V r0 = kMarkstein ? hn::Set(d, rr[k]) : f0;
+        const V r1 = kMarkstein ? hn::Set(d, rr[k + 1]) : f1;
+        const V hi0 = hn::Set(d, rhi[k]);
+        const V hi1 = hn::Set(d, rhi[k + 1]);
+        const float* x1 = x + sx;
+        Out* q1 = q + sq;
+        if constexpr (kFake) {
+          const V lo0 = hn::Set(d, rlo[k]);
+          const V lo1 = hn::Set(d, rlo[k + 1]);
+          const V s0 = hn::Set(d, rs[k]);
+          const V s1 = hn::Set(d, rs[k + 1]);
+          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
+          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
+          const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1, s1);
+          const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1, s1);
+          hn::StoreU(y0, d, q);
+          hn::StoreU(y1, d, q + N);
+          hn::StoreU(y2, d, q1);
+          hn::StoreU(y3, d, q1 + N);
+        } else {
+          ByteBlockPacker<Out> pack0 = pack;
+          ByteBlockPacker<Out> pack1 = pack;
+          pack0.z16 = _mm512_set1_epi32(rz[k]);
+          pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
+          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
+          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
+          const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x1), f1, hi1, hi1);
+          const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, hi1, hi1);
+          pack0.StorePair(v0.raw, v1.raw, q);
+          pack1.StorePair(v2.raw, v3.raw, q1);
+        }
+      }
+    }
+    for (; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
       const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
       const V hi = hn::Set(d, rhi[k]);
@@ -666,7 +706,31 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
   if (!a.stream) {  // the lean loop: no stream branch per row
-    for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat) {
+    std::size_t k = 0;
+    const hn::ScalableTag<float> d;
+    const std::size_t N = hn::Lanes(d);
+    if (n == 2 * N) {
+      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
+      // independent vectors, one loop test for both rows.
+      const hn::RebindToSigned<decltype(d)> di;
+      for (; k + 2 <= count; k += 2, q += 2 * sq, x += 2 * sx, at += 2 * dat) {
+        const auto s0 = hn::Set(d, a.scale[at]);
+        const auto s1 = hn::Set(d, a.scale[at + dat]);
+        const auto z0 = hn::Set(di, a.zero[at]);
+        const auto z1 = hn::Set(di, a.zero[at + dat]);
+        const In* q1 = q + sq;
+        float* x1 = x + sx;
+        const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q), z0)), s0);
+        const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + N), z0)), s0);
+        const auto y2 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1), z1)), s1);
+        const auto y3 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + N), z1)), s1);
+        hn::StoreU(y0, d, x);
+        hn::StoreU(y1, d, x + N);
+        hn::StoreU(y2, d, x1);
+        hn::StoreU(y3, d, x1 + N);
+      }
+    }
+    for (; k < count; ++k, q += sq, x += sx, at += dat) {
       const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
       if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
     }
