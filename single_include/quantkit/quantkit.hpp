@@ -3722,9 +3722,11 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       continue;
     }
     std::size_t k = 0;
-    if (n == 2 * N) {
-      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
-      // independent vectors as in a block of QuantizeBlocks4, one loop test for both rows.
+    // Rows of two or four vectors (per-group blocks of 2N values, per-channel rows of small
+    // tensors): two rows per step, their vectors independent, one loop test for both (as
+    // DequantizeRowPairs). Vectors 1 and 3 of a row take Markstein's step, as in the blocks.
+    const auto row_pairs = [&](auto vecs) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      constexpr std::size_t kVecs = decltype(vecs)::value;
       for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
         const V f0 = hn::Set(d, rf[k]);
         const V f1 = hn::Set(d, rf[k + 1]);
@@ -3739,28 +3741,42 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           const V lo1 = hn::Set(d, rlo[k + 1]);
           const V s0 = hn::Set(d, rs[k]);
           const V s1 = hn::Set(d, rs[k + 1]);
-          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
-          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
-          const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1, s1);
-          const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1, s1);
-          hn::StoreU(y0, d, q);
-          hn::StoreU(y1, d, q + N);
-          hn::StoreU(y2, d, q1);
-          hn::StoreU(y3, d, q1 + N);
+          if constexpr (kVecs == 4) {
+            FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x, f0, r0, lo0, hi0, s0, q);
+            FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
+          } else {
+            const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
+            const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
+            const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1, s1);
+            const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1, s1);
+            hn::StoreU(y0, d, q);
+            hn::StoreU(y1, d, q + N);
+            hn::StoreU(y2, d, q1);
+            hn::StoreU(y3, d, q1 + N);
+          }
         } else {
           ByteBlockPacker<Out> pack0 = pack;
           ByteBlockPacker<Out> pack1 = pack;
           pack0.z16 = _mm512_set1_epi32(rz[k]);
           pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
-          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
-          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
-          const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x1), f1, hi1, hi1);
-          const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, hi1, hi1);
-          pack0.StorePair(v0.raw, v1.raw, q);
-          pack1.StorePair(v2.raw, v3.raw, q1);
+          if constexpr (kVecs == 4) {
+            QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x, f0, r0, hi0, pack0, q);
+            QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x1, f1, r1, hi1, pack1, q1);
+          } else {
+            const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
+            const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
+            const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x1), f1, hi1, hi1);
+            const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, hi1, hi1);
+            pack0.StorePair(v0.raw, v1.raw, q);
+            pack1.StorePair(v2.raw, v3.raw, q1);
+          }
         }
       }
-    }
+    };
+    if (n == 2 * N)
+      row_pairs(std::integral_constant<std::size_t, 2>());
+    else if (n == 4 * N)
+      row_pairs(std::integral_constant<std::size_t, 4>());
     for (; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
       const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
@@ -3976,6 +3992,35 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
   DequantizeRunBody<In, kVec>(args, q, x, n, at);
 }
 
+// Rows of kVecs whole vectors two at a time, the two rows' vectors independent and one loop
+// test for both (pairs measured up to 45 % faster than one row per step for rows of two
+// vectors; four rows per step were slower than two). Advances q, x and at past the rows done
+// (an even count) and returns that count.
+template <std::size_t kVecs, class In>
+HWY_INLINE std::size_t DequantizeRowPairs(const DequantizeArgs& a, const In*& q, std::ptrdiff_t sq, float*& x,
+                                          std::ptrdiff_t sx, std::size_t count, std::int64_t& at,
+                                          std::int64_t dat) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  std::size_t k = 0;
+  for (; k + 2 <= count; k += 2, q += 2 * sq, x += 2 * sx, at += 2 * dat) {
+    const auto s0 = hn::Set(d, a.scale[at]);
+    const auto s1 = hn::Set(d, a.scale[at + dat]);
+    const auto z0 = hn::Set(di, a.zero[at]);
+    const auto z1 = hn::Set(di, a.zero[at + dat]);
+    const In* q1 = q + sq;
+    float* x1 = x + sx;
+    for (std::size_t v = 0; v < kVecs; ++v) {
+      const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + v * N), z0)), s0);
+      const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + v * N), z1)), s1);
+      hn::StoreU(y0, d, x + v * N);
+      hn::StoreU(y1, d, x1 + v * N);
+    }
+  }
+  return k;
+}
+
 template <class In>
 void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, std::ptrdiff_t sx,
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
@@ -3984,27 +4029,12 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
     std::size_t k = 0;
     const hn::ScalableTag<float> d;
     const std::size_t N = hn::Lanes(d);
-    if (n == 2 * N) {
-      // Rows of two vectors (per-group blocks of 2N values): two rows per step, four
-      // independent vectors, one loop test for both rows.
-      const hn::RebindToSigned<decltype(d)> di;
-      for (; k + 2 <= count; k += 2, q += 2 * sq, x += 2 * sx, at += 2 * dat) {
-        const auto s0 = hn::Set(d, a.scale[at]);
-        const auto s1 = hn::Set(d, a.scale[at + dat]);
-        const auto z0 = hn::Set(di, a.zero[at]);
-        const auto z1 = hn::Set(di, a.zero[at + dat]);
-        const In* q1 = q + sq;
-        float* x1 = x + sx;
-        const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q), z0)), s0);
-        const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + N), z0)), s0);
-        const auto y2 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1), z1)), s1);
-        const auto y3 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + N), z1)), s1);
-        hn::StoreU(y0, d, x);
-        hn::StoreU(y1, d, x + N);
-        hn::StoreU(y2, d, x1);
-        hn::StoreU(y3, d, x1 + N);
-      }
-    }
+    // Rows of two or four vectors (per-group blocks of 2N values, per-channel rows of small
+    // tensors): two rows per step.
+    if (n == 2 * N)
+      k = DequantizeRowPairs<2>(a, q, sq, x, sx, count, at, dat);
+    else if (n == 4 * N)
+      k = DequantizeRowPairs<4>(a, q, sq, x, sx, count, at, dat);
     for (; k < count; ++k, q += sq, x += sx, at += dat) {
       const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
       if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
