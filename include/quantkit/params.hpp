@@ -37,17 +37,25 @@ struct Range {
 };
 
 namespace detail {
-// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass
-// that vectorizes. Zero points through unsigned differences: z - qmin wraps past
-// qmax - qmin exactly when z is outside [qmin, qmax].
+// The branch-free test of one scale and zero point, for loops that vectorize: 1 when the scale
+// is not finite and > 0 or the zero point lies outside [lo, lo + span] (unsigned: z - lo wraps
+// past span exactly then), else 0.
+struct ParamTest {
+  std::uint32_t lo, span;
+  explicit ParamTest(IntRange r)
+      : lo(static_cast<std::uint32_t>(r.qmin)), span(static_cast<std::uint32_t>(r.qmax) - static_cast<std::uint32_t>(r.qmin)) {}
+  std::uint32_t bad(float scale, std::int32_t zero_point) const {
+    return static_cast<std::uint32_t>(!(scale > 0.0f)) |
+           static_cast<std::uint32_t>(!(scale <= std::numeric_limits<float>::max())) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_point) - lo > span);
+  }
+};
+
+// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass.
 inline bool params_valid(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r) {
-  const float smax = std::numeric_limits<float>::max();
-  const auto zlo = static_cast<std::uint32_t>(r.qmin);
-  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  const ParamTest test(r);
   std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
-           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  for (std::size_t i = 0; i < count; ++i) bad |= test.bad(scales[i], zero_points[i]);
   return bad == 0;
 }
 }  // namespace detail

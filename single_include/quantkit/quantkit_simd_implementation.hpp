@@ -1470,17 +1470,25 @@ struct Range {
 };
 
 namespace detail {
-// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass
-// that vectorizes. Zero points through unsigned differences: z - qmin wraps past
-// qmax - qmin exactly when z is outside [qmin, qmax].
+// The branch-free test of one scale and zero point, for loops that vectorize: 1 when the scale
+// is not finite and > 0 or the zero point lies outside [lo, lo + span] (unsigned: z - lo wraps
+// past span exactly then), else 0.
+struct ParamTest {
+  std::uint32_t lo, span;
+  explicit ParamTest(IntRange r)
+      : lo(static_cast<std::uint32_t>(r.qmin)), span(static_cast<std::uint32_t>(r.qmax) - static_cast<std::uint32_t>(r.qmin)) {}
+  std::uint32_t bad(float scale, std::int32_t zero_point) const {
+    return static_cast<std::uint32_t>(!(scale > 0.0f)) |
+           static_cast<std::uint32_t>(!(scale <= std::numeric_limits<float>::max())) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_point) - lo > span);
+  }
+};
+
+// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass.
 inline bool params_valid(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r) {
-  const float smax = std::numeric_limits<float>::max();
-  const auto zlo = static_cast<std::uint32_t>(r.qmin);
-  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  const ParamTest test(r);
   std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
-           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+  for (std::size_t i = 0; i < count; ++i) bad |= test.bad(scales[i], zero_points[i]);
   return bad == 0;
 }
 }  // namespace detail
@@ -5672,19 +5680,15 @@ DequantizeParams dequantize_params(const QuantParams& p) {
   const float* s = p.scale.data();
   const std::int32_t* z = p.zero_point.data();
   const std::size_t count = p.size();
-  const float smax = std::numeric_limits<float>::max();
-  const auto zlo = static_cast<std::uint32_t>(p.range.qmin);
-  const auto span = static_cast<std::uint32_t>(p.range.qmax) - zlo;
+  const quantkit::detail::ParamTest test(p.range);
   // the kernels' zero points: In's values (0 for int32 inputs)
   constexpr bool kInt32 = std::is_same<In, std::int32_t>::value;
   const auto klo = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::min());
   const auto kspan = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::max()) - klo;
   std::uint32_t bad = 0, uncovered = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    const auto zu = static_cast<std::uint32_t>(z[i]);
-    bad |= static_cast<std::uint32_t>(!(s[i] > 0.0f)) | static_cast<std::uint32_t>(!(s[i] <= smax)) |
-           static_cast<std::uint32_t>(zu - zlo > span);
-    uncovered |= static_cast<std::uint32_t>(zu - klo > kspan);
+    bad |= test.bad(s[i], z[i]);
+    uncovered |= static_cast<std::uint32_t>(static_cast<std::uint32_t>(z[i]) - klo > kspan);
   }
   if (uncovered != 0) return DequantizeParams::reference;
   return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
@@ -5722,14 +5726,11 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
                           const std::int32_t* zero_points, std::size_t count, IntRange r,
                           ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf) {
   float* z = zero.data();
-  const float smax = std::numeric_limits<float>::max();
-  const auto zlo = static_cast<std::uint32_t>(r.qmin);
-  const auto span = static_cast<std::uint32_t>(r.qmax) - zlo;
+  const quantkit::detail::ParamTest test(r);
   std::uint32_t bad = 0;
   for (std::size_t i = 0; i < count; ++i) {
     z[i] = static_cast<float>(zero_points[i]);
-    bad |= static_cast<std::uint32_t>(!(scales[i] > 0.0f)) | static_cast<std::uint32_t>(!(scales[i] <= smax)) |
-           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_points[i]) - zlo > span);
+    bad |= test.bad(scales[i], zero_points[i]);
   }
   if (application == ScaleApplicationKind::divide) {
     pf = scales;
@@ -6374,8 +6375,8 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
                            "] does not fit the output type (or exceeds +-2^24)");
   if (r.qmin >= r.qmax)
     quantkit::detail::fail(what, ": integer range [", r.qmin, ", ", r.qmax, "] is empty; expected qmin < qmax");
-  // Branch-free passes first (per-channel calls check every channel on every call); only when
-  // they fail, the first bad scale or zero point is named. Zero points in [qmin, qmax], which
+  // The values are checked in kernel_params' branch-free conversion pass (per-channel calls
+  // check every channel on every call); only when it fails is the first bad one named. Zero points in [qmin, qmax], which
   // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
   ParamArray<float> factor(count), zero(count);
   const float* pf = nullptr;
