@@ -216,35 +216,44 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
                                     qk::RoundingMode::half_up, qk::RoundingMode::toward_zero,
                                     qk::RoundingMode::floor};
   std::size_t cases = 0;
+  // Per tensor, both block shapes (2 or 3 vectors of 4 past the divider; the CPU picks one).
+  struct RestoreBypass {
+    int saved = qks::detail::divider_bypass_storage();
+    ~RestoreBypass() { qks::detail::divider_bypass_storage() = saved; }
+  } restore_bypass;
   for_each_target("quantize: Markstein division", [&](const qks::Kernels& k) {
-    for (float s : scales) {
-      CAPTURE(s);
-      const std::vector<float> x = near_decisions(n, s, rng);
-      for (qk::RoundingMode mode : modes) {
-        CAPTURE(static_cast<int>(mode));
-        qk::visit_rounding(mode, [&](auto rounding) {
-          qk::QuantParams p;
-          p.scale = {s};
-          p.zero_point = {-3};
-          p.range = simd_test::range_of<std::int8_t>();
-          const qk::View<const float> xv(x.data(), qk::Dims{static_cast<std::int64_t>(n)});
-          std::vector<std::int8_t> want(n), got(n);
-          qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), xv.shape()), rounding);
-          qks::quantize(x.data(), n, s, -3, qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
-          QK_CHECK_SAME(got, want, x);
-          std::vector<float> fwant(n), fgot(n);
-          qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), xv.shape()), rounding);
-          qks::fake_quantize(x.data(), n, s, -3,
-                             qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range), fgot.data(), &k);
-          QK_CHECK_SAME(fgot, fwant, x);
-          p.zero_point = {128};
-          p.range = simd_test::range_of<std::uint8_t>();
-          std::vector<std::uint8_t> uwant(n), ugot(n);
-          qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), xv.shape()), rounding);
-          qks::quantize(x.data(), n, s, 128, qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
-          QK_CHECK_SAME(ugot, uwant, x);
-          cases += 3;
-        });
+    for (const int bypass : {2, 3}) {
+      qks::detail::divider_bypass_storage() = bypass;
+      CAPTURE(bypass);
+      for (float s : scales) {
+        CAPTURE(s);
+        const std::vector<float> x = near_decisions(n, s, rng);
+        for (qk::RoundingMode mode : modes) {
+          CAPTURE(static_cast<int>(mode));
+          qk::visit_rounding(mode, [&](auto rounding) {
+            qk::QuantParams p;
+            p.scale = {s};
+            p.zero_point = {-3};
+            p.range = simd_test::range_of<std::int8_t>();
+            const qk::View<const float> xv(x.data(), qk::Dims{static_cast<std::int64_t>(n)});
+            std::vector<std::int8_t> want(n), got(n);
+            qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), xv.shape()), rounding);
+            qks::quantize(x.data(), n, s, -3, qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
+            QK_CHECK_SAME(got, want, x);
+            std::vector<float> fwant(n), fgot(n);
+            qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), xv.shape()), rounding);
+            qks::fake_quantize(x.data(), n, s, -3,
+                               qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range), fgot.data(), &k);
+            QK_CHECK_SAME(fgot, fwant, x);
+            p.zero_point = {128};
+            p.range = simd_test::range_of<std::uint8_t>();
+            std::vector<std::uint8_t> uwant(n), ugot(n);
+            qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), xv.shape()), rounding);
+            qks::quantize(x.data(), n, s, 128, qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
+            QK_CHECK_SAME(ugot, uwant, x);
+            cases += 3;
+          });
+        }
       }
     }
     // Per channel, every mode, int8 / uint8 / fake-quantize: rows each with its own scale and

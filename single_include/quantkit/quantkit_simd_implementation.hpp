@@ -64,6 +64,9 @@
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
 #endif
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 // ---- begin quantkit/policy/requantization.hpp ----
 #ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_REQUANTIZATION_HPP_
@@ -843,6 +846,30 @@ struct UniformSource {
   void (*fill)(void* context, const float* x, std::size_t n, float* u) = nullptr;
 };
 
+// How many vectors of each 4-vector block the AVX-512 dividing quantize kernels take past the
+// divider (x * (1/s) with Markstein's exact correction on the FMA units; the others divide):
+// 2 or 3. Which is faster depends on the divider: measured on 4K-64K int8 calls, Intel's
+// (AVX-512 host of 2026-11-25: 3 of 4 13.0 Gelem/s against 10.7 for 2 of 4 and 12.3 for all 4)
+// against AMD Zen 4's faster divider (2 of 4 fastest: 12.2-12.5 against 11.6 for all 4).
+// Both give the same bits. Tests set it to reach both block shapes on any CPU.
+namespace detail {
+inline int default_divider_bypass() {
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // Vendor string "GenuineIntel": ebx "Genu", edx "ineI", ecx "ntel".
+  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) != 0 && ebx == 0x756e6547u && edx == 0x49656e69u &&
+      ecx == 0x6c65746eu)
+    return 3;
+#endif
+  return 2;
+}
+inline int& divider_bypass_storage() {
+  static int vectors = default_divider_bypass();
+  return vectors;
+}
+}  // namespace detail
+inline int divider_bypass_vectors() { return detail::divider_bypass_storage(); }
+
 // quantize (out_type integer) or fake-quantize (out_type f32). Per parameter index p:
 //   factor[p] = scale or 1/scale (see application), zero[p] = float(zero point), scale[p].
 // Kernels require qmin <= zero <= qmax, |qmin|, |qmax| <= 2^24 and the range to fit out_type.
@@ -889,6 +916,7 @@ struct QuantizeArgs {
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
+  int divider_bypass = divider_bypass_vectors();  // AVX-512 per-tensor blocks: 2 or 3
 };
 
 // x = float(q - zero[p]) * scale[p]
@@ -3080,7 +3108,8 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // ------------------------------ Dividing without the divider (AVX-512)
 // The divider is busy about as long per vector as the rest of quantize's work, so in the blocks
-// below every other vector divides with Markstein's correction on the FMA units instead:
+// below two or three vectors of four (divider_bypass_vectors: what the CPU's divider favours;
+// short rows: two) divide with Markstein's correction on the FMA units instead:
 //   r = RN(1 / s),  q0 = RN(x * r),  e = q0 * s - x (one FMA, exact),  q = RN(q0 - e * r),
 // the correctly rounded x / s whenever |x / s| >= 1/4 and 2^-100 <= s <= 2^100 (then the residual
 // is exact; checked on every significand of x against 60007 divisor significands, and by
@@ -3125,7 +3154,7 @@ HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
 }
 #endif
 
-// Vectors 1 and 3 of a block: with DivideMarkstein when kMarkstein (AVX-512), else as the others
+// A vector of a block past the divider: with DivideMarkstein when kMarkstein (AVX-512), else as the others
 // (the int8 block's QuantizeOffsetVec<Round, kDivide, false>, FakeQuantizeVec).
 template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecOdd(D d, V x, V f, V r, V lo, V hi) {
@@ -3144,15 +3173,16 @@ HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
   return FakeQuantizeVec<Round, kDivide>(d, x, f, lo, hi, s);
 }
 
-// One block of 4 vectors (64 values) with constant parameters; vectors 1 and 3 by Markstein's
-// step when kMarkstein. Fake-quantize (every target):
-template <class Round, bool kDivide, bool kMarkstein, bool kStream, class D, class V = hn::Vec<D>>
+// One block of 4 vectors (64 values) with constant parameters; kBypass (0, 2 or 3) of them by
+// Markstein's step (2: vectors 1 and 3; 3: also vector 2; see divider_bypass_vectors).
+// Fake-quantize (every target):
+template <class Round, bool kDivide, int kBypass, bool kStream, class D, class V = hn::Vec<D>>
 HWY_INLINE void FakeQuantizeBlock(D d, const float* x, V f, V r, V lo, V hi, V s, float* q) {
   const std::size_t N = hn::Lanes(d);
   const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f, lo, hi, s);
-  const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f, r, lo, hi, s);
-  const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + 2 * N), f, lo, hi, s);
-  const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + 3 * N), f, r, lo, hi, s);
+  const V y1 = FakeQuantizeVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + N), f, r, lo, hi, s);
+  const V y2 = FakeQuantizeVecOdd<Round, kDivide, (kBypass >= 3)>(d, hn::LoadU(d, x + 2 * N), f, r, lo, hi, s);
+  const V y3 = FakeQuantizeVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + 3 * N), f, r, lo, hi, s);
   StoreVec<kStream>(y0, d, q);
   StoreVec<kStream>(y1, d, q + N);
   StoreVec<kStream>(y2, d, q + 2 * N);
@@ -3160,21 +3190,21 @@ HWY_INLINE void FakeQuantizeBlock(D d, const float* x, V f, V r, V lo, V hi, V s
 }
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Bytes (AVX-512): only the upper clamp in float; ByteBlockPacker does the rest.
-template <class Round, bool kDivide, bool kMarkstein, bool kStream, class Out, class D, class V = hn::Vec<D>>
+template <class Round, bool kDivide, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>>
 HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V r, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
   const std::size_t N = hn::Lanes(d);
   const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f, hi, hi);
-  const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f, r, hi, hi);
-  const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + 2 * N), f, hi, hi);
-  const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + 3 * N), f, r, hi, hi);
+  const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + N), f, r, hi, hi);
+  const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 3)>(d, hn::LoadU(d, x + 2 * N), f, r, hi, hi);
+  const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + 3 * N), f, r, hi, hi);
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
 #endif
 
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
-// the elements done. kMarkstein (AVX-512, dividing): vectors 1 and 3 of each block divide with
-// DivideMarkstein.
-template <class Out, class Round, bool kDivide, bool kStream, bool kMarkstein>
+// the elements done. kBypass (AVX-512, dividing): that many vectors of each block divide with
+// DivideMarkstein (0, 2 or 3).
+template <class Out, class Round, bool kDivide, bool kStream, int kBypass>
 HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* HWY_RESTRICT x,
                                            Out* HWY_RESTRICT q, std::size_t n, float factor,
                                            float zero, float scale) {
@@ -3183,7 +3213,7 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
   using V = hn::Vec<decltype(d)>;
   const std::size_t N = hn::Lanes(d);
   const V f = hn::Set(d, factor);
-  const V r = hn::Set(d, kMarkstein ? 1.0f / factor : 1.0f);  // vectors 1 and 3 (kMarkstein)
+  const V r = hn::Set(d, kBypass > 0 ? 1.0f / factor : 1.0f);  // the kBypass vectors
   (void)r;
   const V lo = hn::Set(d, a.qmin - zero);  // exact: small integers
   const V hi = hn::Set(d, a.qmax - zero);
@@ -3191,7 +3221,7 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
   if constexpr (std::is_same<Out, float>::value) {
     const V s = hn::Set(d, scale);
     for (; i + 4 * N <= n; i += 4 * N)
-      FakeQuantizeBlock<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, lo, hi, s, q + i);
+      FakeQuantizeBlock<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, s, q + i);
     // then single vectors (short rows: per-group blocks of 16 or 32), ordinary stores
     for (; i + N <= n; i += N)
       hn::StoreU(FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s), d, q + i);
@@ -3202,7 +3232,7 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
     if constexpr (sizeof(Out) == 1) {
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
       for (; i + 4 * N <= n; i += 4 * N)
-        QuantizeBlockBytes<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, hi, pack, q + i);
+        QuantizeBlockBytes<Round, kDivide, kBypass, kStream>(d, x + i, f, r, hi, pack, q + i);
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
@@ -3229,11 +3259,14 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
     // From two blocks on: one run of one block does not repay 1 / s and its broadcast. Rows of
     // one block (small per-channel tensors) take QuantizeShortRows instead.
-    if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor))
-      return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, true>(a, x, q, n, factor, zero, scale);
+    if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor)) {
+      if (a.divider_bypass == 3)
+        return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 3>(a, x, q, n, factor, zero, scale);
+      return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 2>(a, x, q, n, factor, zero, scale);
+    }
   }
 #endif
-  return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, false>(a, x, q, n, factor, zero, scale);
+  return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 0>(a, x, q, n, factor, zero, scale);
 }
 
 // The outputs with the block path (QuantizeBlocks4) and non-temporal stores past the
@@ -3440,8 +3473,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           const V s0 = hn::Set(d, rs[k]);
           const V s1 = hn::Set(d, rs[k + 1]);
           if constexpr (kVecs == 4) {
-            FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x, f0, r0, lo0, hi0, s0, q);
-            FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
+            FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x, f0, r0, lo0, hi0, s0, q);
+            FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
           } else {
             const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
             const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
@@ -3458,8 +3491,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           pack0.z16 = _mm512_set1_epi32(rz[k]);
           pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
           if constexpr (kVecs == 4) {
-            QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x, f0, r0, hi0, pack0, q);
-            QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x1, f1, r1, hi1, pack1, q1);
+            QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x, f0, r0, hi0, pack0, q);
+            QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x1, f1, r1, hi1, pack1, q1);
           } else {
             const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
             const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
@@ -3484,7 +3517,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          FakeQuantizeBlock<Round, kDivide, kMarkstein, false>(d, x + i, f, r, lo, hi, s, q + i);
+          FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x + i, f, r, lo, hi, s, q + i);
         if (i + 2 * N <= n) {
           const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
           const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
@@ -3496,7 +3529,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kMarkstein, false>(d, x + i, f, r, hi, row_pack, q + i);
+          QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x + i, f, r, hi, row_pack, q + i);
         if (i + 2 * N <= n) {
           const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
           const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
