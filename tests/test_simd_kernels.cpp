@@ -216,7 +216,7 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
                                     qk::RoundingMode::half_up, qk::RoundingMode::toward_zero,
                                     qk::RoundingMode::floor};
   std::size_t cases = 0;
-  // Per tensor, both block shapes (2 or 3 vectors of 4 past the divider; the CPU picks one).
+  // Both block shapes (2 or 3 vectors of 4 past the divider; the CPU picks one).
   struct RestoreBypass {
     int saved = qks::detail::divider_bypass_storage();
     ~RestoreBypass() { qks::detail::divider_bypass_storage() = saved; }
@@ -262,7 +262,7 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
     // in its bounds: `scales` (some past them, the other kernel), then 150 rows of in-bound
     // scales (chunks of 64, 64, 22). Rows of one pair of vectors (32: per-group blocks), a pair
     // and a vector, one block (64), blocks and a tail, 4 blocks + a pair + a tail; specials put
-    // in every vector of each row (vectors 1 and 3 divide the other way). Also x * (1/s).
+    // in every vector of each row (two or three of four divide the other way). Also x * (1/s).
     std::vector<float> inside;
     for (float s : scales)
       if (s >= 0x1p-100f && s <= 0x1p100f) inside.push_back(s);
@@ -291,60 +291,64 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
         }
         const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
         const qk::View<const float> xv(xm.data(), shape);
-        for (qk::RoundingMode mode : modes) {
-          CAPTURE(static_cast<int>(mode));
-          qk::visit_rounding(mode, [&](auto rounding) {
-            qk::QuantParams p;
-            p.scale = *set;
-            p.granularity = qk::Granularity::per_channel(0);
-            p.zero_point = zi8;
-            p.range = simd_test::range_of<std::int8_t>();
-            std::vector<std::int8_t> want(rows * cols), got(rows * cols);
-            qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding);
-            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
-                                      qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
-            QK_CHECK_SAME(got, want, xm);
-            qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding,
-                              qk::ScaleApplicationKind::multiply_by_reciprocal);
-            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
-                                      qks::QuantizeOptions{}.with_rounding(mode).with_application(
-                                          qk::ScaleApplicationKind::multiply_by_reciprocal),
-                                      got.data(), &k);
-            QK_CHECK_SAME(got, want, xm);
-            std::vector<float> fwant(rows * cols), fgot(rows * cols);
-            qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), shape), rounding);
-            qks::fake_quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
-                                           qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
-                                           fgot.data(), &k);
-            QK_CHECK_SAME(fgot, fwant, xm);
-            p.zero_point = zu8;
-            p.range = simd_test::range_of<std::uint8_t>();
-            std::vector<std::uint8_t> uwant(rows * cols), ugot(rows * cols);
-            qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), shape), rounding);
-            qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zu8.data(),
-                                      qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
-            QK_CHECK_SAME(ugot, uwant, xm);
-            // Rank 3, the channel axis first, rows of cols - 3 with gaps between them (so the
-            // row axis does not merge into the rows): 2 rows per channel, parameter step 0.
-            if (rows % 2 == 0) {
-              const auto c = static_cast<std::int64_t>(cols);
-              const qk::Dims shape3{static_cast<std::int64_t>(rows / 2), 2, c - 3};
-              qk::QuantParams p3 = p;
-              p3.scale.assign(set->begin(), set->begin() + static_cast<std::ptrdiff_t>(rows / 2));
-              p3.zero_point.assign(zu8.begin(), zu8.begin() + static_cast<std::ptrdiff_t>(rows / 2));
-              const qk::View<const float> xv3(xm.data(), shape3, qk::Dims{2 * c, c, 1});
-              std::vector<std::uint8_t> want3(rows * cols - 3 * rows), got3(want3.size());
-              qk::ref::quantize(xv3, p3, qk::View<std::uint8_t>(want3.data(), shape3), rounding);
-              qks::quantize(xv3, p3, qk::View<std::uint8_t>(got3.data(), shape3), rounding,
-                            qk::ScaleApplicationKind::divide, &k);
-              std::vector<float> x3;  // the view's elements in order, for the message
-              for (std::size_t r = 0; r < rows; ++r)
-                x3.insert(x3.end(), xm.begin() + static_cast<std::ptrdiff_t>(r * cols),
-                          xm.begin() + static_cast<std::ptrdiff_t>(r * cols + cols - 3));
-              QK_CHECK_SAME(got3, want3, x3);
-            }
-            cases += 4;
-          });
+        for (const int bypass : {2, 3}) {
+          qks::detail::divider_bypass_storage() = bypass;
+          CAPTURE(bypass);
+          for (qk::RoundingMode mode : modes) {
+            CAPTURE(static_cast<int>(mode));
+            qk::visit_rounding(mode, [&](auto rounding) {
+              qk::QuantParams p;
+              p.scale = *set;
+              p.granularity = qk::Granularity::per_channel(0);
+              p.zero_point = zi8;
+              p.range = simd_test::range_of<std::int8_t>();
+              std::vector<std::int8_t> want(rows * cols), got(rows * cols);
+              qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding);
+              qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                        qks::QuantizeOptions{}.with_rounding(mode), got.data(), &k);
+              QK_CHECK_SAME(got, want, xm);
+              qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), rounding,
+                                qk::ScaleApplicationKind::multiply_by_reciprocal);
+              qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                        qks::QuantizeOptions{}.with_rounding(mode).with_application(
+                                            qk::ScaleApplicationKind::multiply_by_reciprocal),
+                                        got.data(), &k);
+              QK_CHECK_SAME(got, want, xm);
+              std::vector<float> fwant(rows * cols), fgot(rows * cols);
+              qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), shape), rounding);
+              qks::fake_quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zi8.data(),
+                                             qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                                             fgot.data(), &k);
+              QK_CHECK_SAME(fgot, fwant, xm);
+              p.zero_point = zu8;
+              p.range = simd_test::range_of<std::uint8_t>();
+              std::vector<std::uint8_t> uwant(rows * cols), ugot(rows * cols);
+              qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), shape), rounding);
+              qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zu8.data(),
+                                        qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
+              QK_CHECK_SAME(ugot, uwant, xm);
+              // Rank 3, the channel axis first, rows of cols - 3 with gaps between them (so the
+              // row axis does not merge into the rows): 2 rows per channel, parameter step 0.
+              if (rows % 2 == 0) {
+                const auto c = static_cast<std::int64_t>(cols);
+                const qk::Dims shape3{static_cast<std::int64_t>(rows / 2), 2, c - 3};
+                qk::QuantParams p3 = p;
+                p3.scale.assign(set->begin(), set->begin() + static_cast<std::ptrdiff_t>(rows / 2));
+                p3.zero_point.assign(zu8.begin(), zu8.begin() + static_cast<std::ptrdiff_t>(rows / 2));
+                const qk::View<const float> xv3(xm.data(), shape3, qk::Dims{2 * c, c, 1});
+                std::vector<std::uint8_t> want3(rows * cols - 3 * rows), got3(want3.size());
+                qk::ref::quantize(xv3, p3, qk::View<std::uint8_t>(want3.data(), shape3), rounding);
+                qks::quantize(xv3, p3, qk::View<std::uint8_t>(got3.data(), shape3), rounding,
+                              qk::ScaleApplicationKind::divide, &k);
+                std::vector<float> x3;  // the view's elements in order, for the message
+                for (std::size_t r = 0; r < rows; ++r)
+                  x3.insert(x3.end(), xm.begin() + static_cast<std::ptrdiff_t>(r * cols),
+                            xm.begin() + static_cast<std::ptrdiff_t>(r * cols + cols - 3));
+                QK_CHECK_SAME(got3, want3, x3);
+              }
+              cases += 4;
+            });
+          }
         }
       }
     }

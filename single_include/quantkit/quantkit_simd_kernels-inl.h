@@ -2082,8 +2082,8 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // ------------------------------ Dividing without the divider (AVX-512)
 // The divider is busy about as long per vector as the rest of quantize's work, so in the blocks
-// below two or three vectors of four (divider_bypass_vectors: what the CPU's divider favours;
-// short rows: two) divide with Markstein's correction on the FMA units instead:
+// below two or three vectors of four (divider_bypass_vectors: what the CPU's divider favours)
+// divide with Markstein's correction on the FMA units instead:
 //   r = RN(1 / s),  q0 = RN(x * r),  e = q0 * s - x (one FMA, exact),  q = RN(q0 - e * r),
 // the correctly rounded x / s whenever |x / s| >= 1/4 and 2^-100 <= s <= 2^100 (then the residual
 // is exact; checked on every significand of x against 60007 divisor significands, and by
@@ -2359,14 +2359,14 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Rows of at least two vectors with their own parameters: per-channel rows of small tensors
 // (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
-// in QuantizeBlocks4: when dividing in the Markstein modes, half the vectors take Markstein's
-// step. Per row the constants are only broadcast from memory (a load each): 1 / s, qmin - z,
+// in QuantizeBlocks4: when dividing in the Markstein modes, kBypass vectors of a block (2 or 3,
+// divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants are only broadcast from memory (a load each): 1 / s, qmin - z,
 // qmax - z and z as two int16 are computed first, 64 rows at a time with vectors. A broadcast
 // from a register is a shuffle per constant and row, on the unit the packs need; with those and
 // a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
 
-template <class Out, class Round, bool kDivide>
+template <class Out, class Round, bool kDivide, int kBypass>
 HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
                                   std::ptrdiff_t sq, std::size_t count, std::size_t n,
                                   std::int64_t at, std::int64_t dat) {
@@ -2429,7 +2429,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
     std::size_t k = 0;
     // Rows of two or four vectors (per-group blocks of 2N values, per-channel rows of small
     // tensors): two rows per step, their vectors independent, one loop test for both (as
-    // DequantizeRowPairs). Vectors 1 and 3 of a row take Markstein's step, as in the blocks.
+    // DequantizeRowPairs). Rows of 4 vectors as the blocks; of 2, the second takes Markstein's step.
     const auto row_pairs = [&](auto vecs) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
       constexpr std::size_t kVecs = decltype(vecs)::value;
       for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
@@ -2447,8 +2447,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           const V s0 = hn::Set(d, rs[k]);
           const V s1 = hn::Set(d, rs[k + 1]);
           if constexpr (kVecs == 4) {
-            FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x, f0, r0, lo0, hi0, s0, q);
-            FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
+            FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x, f0, r0, lo0, hi0, s0, q);
+            FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
           } else {
             const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
             const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
@@ -2465,8 +2465,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           pack0.z16 = _mm512_set1_epi32(rz[k]);
           pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
           if constexpr (kVecs == 4) {
-            QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x, f0, r0, hi0, pack0, q);
-            QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x1, f1, r1, hi1, pack1, q1);
+            QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x, f0, r0, hi0, pack0, q);
+            QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x1, f1, r1, hi1, pack1, q1);
           } else {
             const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
             const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
@@ -2491,7 +2491,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          FakeQuantizeBlock<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x + i, f, r, lo, hi, s, q + i);
+          FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x + i, f, r, lo, hi, s, q + i);
         if (i + 2 * N <= n) {
           const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
           const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
@@ -2503,7 +2503,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kMarkstein ? 2 : 0, false>(d, x + i, f, r, hi, row_pack, q + i);
+          QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x + i, f, r, hi, row_pack, q + i);
         if (i + 2 * N <= n) {
           const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
           const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
@@ -2530,7 +2530,13 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
     if (!a.stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
-      QuantizeShortRows<Out, Round, kDivide>(a, x, sx, q, sq, count, n, at, dat);
+      if constexpr (kDivide && kMarksteinRounding<Round>) {
+        if (a.divider_bypass == 3) {
+          QuantizeShortRows<Out, Round, kDivide, 3>(a, x, sx, q, sq, count, n, at, dat);
+          return;
+        }
+      }
+      QuantizeShortRows<Out, Round, kDivide, 2>(a, x, sx, q, sq, count, n, at, dat);
       return;
     }
 #endif
