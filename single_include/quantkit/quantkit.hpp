@@ -1784,7 +1784,7 @@ struct QuantizeArgs {
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
-  int divider_bypass = divider_bypass_vectors();  // AVX-512 per-tensor blocks: 2 or 3
+  int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
 };
 
 // x = float(q - zero[p]) * scale[p]
@@ -3696,8 +3696,9 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 // Rows of at least two vectors with their own parameters: per-channel rows of small tensors
 // (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
 // in QuantizeBlocks4: when dividing in the Markstein modes, kBypass vectors of a block (2 or 3,
-// divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants are only broadcast from memory (a load each): 1 / s, qmin - z,
-// qmax - z and z as two int16 are computed first, 64 rows at a time with vectors. A broadcast
+// divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants
+// are only broadcast from memory (a load each): 1 / s, qmin - z, qmax - z and z as two int16
+// are computed first, 64 rows at a time with vectors. A broadcast
 // from a register is a shuffle per constant and row, on the unit the packs need; with those and
 // a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
@@ -3708,6 +3709,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
                                   std::int64_t at, std::int64_t dat) {
   constexpr bool kFake = std::is_same<Out, float>::value;
   constexpr bool kMarkstein = kDivide && kMarksteinRounding<Round>;
+  constexpr int kBlockBypass = kMarkstein ? kBypass : 0;  // of a block's 4 vectors
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   using V = hn::Vec<decltype(d)>;
@@ -3765,7 +3767,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
     std::size_t k = 0;
     // Rows of two or four vectors (per-group blocks of 2N values, per-channel rows of small
     // tensors): two rows per step, their vectors independent, one loop test for both (as
-    // DequantizeRowPairs). Rows of 4 vectors as the blocks; of 2, the second takes Markstein's step.
+    // DequantizeRowPairs). Rows of 4 vectors as the blocks; of 2, the second by Markstein's step.
     const auto row_pairs = [&](auto vecs) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
       constexpr std::size_t kVecs = decltype(vecs)::value;
       for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
@@ -3783,8 +3785,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           const V s0 = hn::Set(d, rs[k]);
           const V s1 = hn::Set(d, rs[k + 1]);
           if constexpr (kVecs == 4) {
-            FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x, f0, r0, lo0, hi0, s0, q);
-            FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
+            FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x, f0, r0, lo0, hi0, s0, q);
+            FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
           } else {
             const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
             const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
@@ -3801,8 +3803,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           pack0.z16 = _mm512_set1_epi32(rz[k]);
           pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
           if constexpr (kVecs == 4) {
-            QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x, f0, r0, hi0, pack0, q);
-            QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x1, f1, r1, hi1, pack1, q1);
+            QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x, f0, r0, hi0, pack0, q);
+            QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x1, f1, r1, hi1, pack1, q1);
           } else {
             const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
             const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
@@ -3827,7 +3829,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          FakeQuantizeBlock<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x + i, f, r, lo, hi, s, q + i);
+          FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x + i, f, r, lo, hi, s, q + i);
         if (i + 2 * N <= n) {
           const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
           const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
@@ -3839,7 +3841,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kMarkstein ? kBypass : 0, false>(d, x + i, f, r, hi, row_pack, q + i);
+          QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x + i, f, r, hi, row_pack, q + i);
         if (i + 2 * N <= n) {
           const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
           const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);

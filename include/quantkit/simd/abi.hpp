@@ -157,7 +157,7 @@ struct QuantizeArgs {
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
-  int divider_bypass = divider_bypass_vectors();  // AVX-512 per-tensor blocks: 2 or 3
+  int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
 };
 
 // x = float(q - zero[p]) * scale[p]
