@@ -45,6 +45,7 @@
 #include "quantkit/policy/requantization.hpp"
 #include "quantkit/policy/rounding.hpp"
 #include "quantkit/ref/quantize.hpp"
+#include "quantkit/simd/abi.hpp"
 #include "quantkit/ref/requantize.hpp"
 #include "quantkit/tensor/view.hpp"
 
@@ -547,6 +548,18 @@ int main(int argc, char** argv) {
     if (a.rfind("--qk_sizes=", 0) == 0) sizes = parse_sizes(argv[i] + 11);
     else if (a.rfind("--qk_matrix_sizes=", 0) == 0) matrix_sizes = parse_sizes(argv[i] + 18);
     else if (a == "--qk_no_matrix") matrix = false;
+    else if (a.rfind("--qk_divider_bypass=", 0) == 0) {
+      // A/B of the AVX-512 dividing blocks' shape on this CPU (the default comes from its vendor).
+      const int v = std::atoi(argv[i] + 20);
+      if (v != 2 && v != 3) {
+        std::fprintf(stderr, "bench_kernels: --qk_divider_bypass takes 2 or 3, got '%s'\n", argv[i] + 20);
+        return 2;
+      }
+      quantkit::simd::detail::divider_bypass_storage() = v;
+    } else if (a.rfind("--qk_stream_threshold=", 0) == 0) {
+      // Calls moving more bytes than this store non-temporally (default: the last-level cache).
+      quantkit::simd::detail::stream_threshold_storage() = std::strtoull(argv[i] + 22, nullptr, 10);
+    }
     else args.push_back(argv[i]);
   }
   int bargc = static_cast<int>(args.size());

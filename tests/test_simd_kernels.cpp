@@ -176,6 +176,98 @@ TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the
 }
 
 namespace {
+// `count` elements of T inside `buf`, starting `offset_bytes` past a 64-byte boundary.
+template <class T>
+T* at_alignment(std::vector<T>& buf, std::size_t count, std::size_t offset_bytes) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(buf.data());
+  const std::size_t skip = ((64 - addr % 64) % 64 + offset_bytes) / sizeof(T);
+  REQUIRE(skip + count <= buf.size());
+  return buf.data() + skip;
+}
+}  // namespace
+
+// Streaming calls (past the threshold: lowered to one byte here) of many short rows: per-group
+// blocks and small per-channel rows take the short-row paths, whose stores are non-temporal
+// only when every row starts aligned (outputs 64-byte aligned, 32 bytes past, one element
+// past); rows of 1 KiB and more stream row by row. One fence per call. Every target, both
+// AVX-512 block shapes, dividing and multiplying.
+TEST_CASE("simd: streaming calls of short rows (per-group blocks, small channels) equal the reference") {
+  struct Layout {
+    qk::Dims dims;
+    qk::Granularity g;
+  };
+  const Layout layouts[] = {
+      {qk::Dims{64, 256}, qk::Granularity::per_group(1, 32)},  // rows of 2 AVX-512 vectors
+      {qk::Dims{32, 256}, qk::Granularity::per_group(1, 64)},  // of 4
+      {qk::Dims{16, 240}, qk::Granularity::per_group(1, 48)},  // of 3
+      {qk::Dims{32, 96}, qk::Granularity::per_group(1, 16)},   // of 1
+      {qk::Dims{96, 40}, qk::Granularity::per_group(0, 32)},   // strided rows
+      {qk::Dims{64, 67}, qk::Granularity::per_channel(0)},
+      {qk::Dims{24, 320}, qk::Granularity::per_channel(0)},  // floats: 1280-byte rows
+      {qk::Dims{6, 1040}, qk::Granularity::per_channel(0)},  // bytes: 1040-byte rows
+  };
+  struct Restore {
+    std::size_t threshold = qks::detail::stream_threshold_storage();
+    int bypass = qks::detail::divider_bypass_storage();
+    ~Restore() {
+      qks::detail::stream_threshold_storage() = threshold;
+      qks::detail::divider_bypass_storage() = bypass;
+    }
+  } restore;
+  qks::detail::stream_threshold_storage() = 1;
+  std::size_t calls = 0;
+  for (const Layout& l : layouts) {
+    const std::size_t n = static_cast<std::size_t>(l.dims.product());
+    const qk::ParamLayout layout(l.dims, l.g);
+    const auto count = static_cast<std::size_t>(layout.count());
+    qk::QuantParams p;
+    p.granularity = l.g;
+    p.range = qk::IntRange{-128, 127};
+    p.scale.clear();
+    p.zero_point.clear();
+    for (std::size_t i = 0; i < count; ++i) {
+      p.scale.push_back(0.01f * (1.0f + static_cast<float>(i % 13) / 7.0f));
+      p.zero_point.push_back(static_cast<std::int32_t>(i % 9) - 4);
+    }
+    const std::vector<float> data = simd_test::quantize_inputs(n, 0.01f, 7 + static_cast<std::uint32_t>(n));
+    const qk::View<const float> x(data.data(), l.dims);
+    for (const auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+      std::vector<std::int8_t> want(n);
+      std::vector<float> fwant(n), dwant(n);
+      qk::ref::quantize(x, p, qk::View<std::int8_t>(want.data(), l.dims), qk::RoundHalfEven{}, app);
+      qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data(), l.dims), qk::RoundHalfEven{}, app);
+      const qk::View<const std::int8_t> qin(want.data(), l.dims);
+      qk::ref::dequantize(qin, p, qk::View<float>(dwant.data(), l.dims));
+      for_each_target("stream: short rows", [&](const qks::Kernels& k) {
+        for (const int bypass : {2, 3}) {
+          qks::detail::divider_bypass_storage() = bypass;
+          for (const std::size_t offset : {std::size_t{0}, std::size_t{32}, std::size_t{4}}) {
+            CAPTURE(l.dims.to_string());
+            CAPTURE(l.g.to_string());
+            CAPTURE(static_cast<int>(app));
+            CAPTURE(bypass);
+            CAPTURE(offset);
+            std::vector<std::int8_t> qbuf(n + 128, 0);
+            std::vector<float> fbuf(n + 32, 0.0f), dbuf(n + 32, 0.0f);
+            std::int8_t* q = at_alignment(qbuf, n, offset);
+            float* f = at_alignment(fbuf, n, offset);
+            float* dq = at_alignment(dbuf, n, offset);
+            qks::quantize(x, p, qk::View<std::int8_t>(q, l.dims), qk::RoundHalfEven{}, app, &k);
+            QK_CHECK_SAME(std::vector<std::int8_t>(q, q + n), want, data);
+            qks::fake_quantize(x, p, qk::View<float>(f, l.dims), qk::RoundHalfEven{}, app, &k);
+            QK_CHECK_SAME(std::vector<float>(f, f + n), fwant, data);
+            qks::dequantize(qin, p, qk::View<float>(dq, l.dims), &k);
+            QK_CHECK_SAME(std::vector<float>(dq, dq + n), dwant, want);
+            calls += 3;
+          }
+        }
+      });
+    }
+  }
+  CHECK(calls > 0);
+}
+
+namespace {
 
 // Inputs whose quotients x / s lie within 3 ulps of a tie k + 1/2 or an integer k (every
 // rounding decision), and specials: NaN, +-Inf, +-FLT_MAX (quotients past the float range for

@@ -1387,11 +1387,16 @@ struct ByteBlockPacker {
       _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
   }
   // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
+  template <bool kStream = false>
   HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
     const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
     const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
                                                  : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
+    const __m256i out = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r));
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(q), out);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
   }
 };
 #endif
@@ -2341,7 +2346,8 @@ HWY_INLINE void QuantizeRunBody(const void* args, const float* x, Out* q, std::s
       QuantizeLoop<Out, Round, kDivide, false>(a, x, q, head, pf, pz, ps, nullptr);
       const std::size_t i = head + QuantizeBlocks4<Out, Round, kDivide, true>(
                                        a, x + head, q + head, n - head, pf[0], pz[0], ps ? ps[0] : 1.0f);
-      hwy::FlushStream();
+      // (the fence is once per call, in QuantizeByRounding: one per row cost more than the row
+      // for per-group blocks)
       if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
     } else {
       QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, pf, pz, ps);
@@ -2367,7 +2373,7 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 // a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
 
-template <class Out, class Round, bool kDivide, int kBypass>
+template <class Out, class Round, bool kDivide, int kBypass, bool kStream>
 HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
                                   std::ptrdiff_t sq, std::size_t count, std::size_t n,
                                   std::int64_t at, std::int64_t dat) {
@@ -2449,17 +2455,17 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           const V s0 = hn::Set(d, rs[k]);
           const V s1 = hn::Set(d, rs[k + 1]);
           if constexpr (kVecs == 4) {
-            FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x, f0, r0, lo0, hi0, s0, q);
-            FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x1, f1, r1, lo1, hi1, s1, q1);
+            FakeQuantizeBlock<Round, kDivide, kBlockBypass, kStream>(d, x, f0, r0, lo0, hi0, s0, q);
+            FakeQuantizeBlock<Round, kDivide, kBlockBypass, kStream>(d, x1, f1, r1, lo1, hi1, s1, q1);
           } else {
             const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0, s0);
             const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0, s0);
             const V y2 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1, s1);
             const V y3 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1, s1);
-            hn::StoreU(y0, d, q);
-            hn::StoreU(y1, d, q + N);
-            hn::StoreU(y2, d, q1);
-            hn::StoreU(y3, d, q1 + N);
+            StoreVec<kStream>(y0, d, q);
+            StoreVec<kStream>(y1, d, q + N);
+            StoreVec<kStream>(y2, d, q1);
+            StoreVec<kStream>(y3, d, q1 + N);
           }
         } else {
           ByteBlockPacker<Out> pack0 = pack;
@@ -2467,15 +2473,15 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           pack0.z16 = _mm512_set1_epi32(rz[k]);
           pack1.z16 = _mm512_set1_epi32(rz[k + 1]);
           if constexpr (kVecs == 4) {
-            QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x, f0, r0, hi0, pack0, q);
-            QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x1, f1, r1, hi1, pack1, q1);
+            QuantizeBlockBytes<Round, kDivide, kBlockBypass, kStream>(d, x, f0, r0, hi0, pack0, q);
+            QuantizeBlockBytes<Round, kDivide, kBlockBypass, kStream>(d, x1, f1, r1, hi1, pack1, q1);
           } else {
             const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x), f0, hi0, hi0);
             const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + N), f0, r0, hi0, hi0);
             const auto v2 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x1), f1, hi1, hi1);
             const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x1 + N), f1, r1, hi1, hi1);
-            pack0.StorePair(v0.raw, v1.raw, q);
-            pack1.StorePair(v2.raw, v3.raw, q1);
+            pack0.template StorePair<kStream>(v0.raw, v1.raw, q);
+            pack1.template StorePair<kStream>(v2.raw, v3.raw, q1);
           }
         }
       }
@@ -2493,23 +2499,23 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          FakeQuantizeBlock<Round, kDivide, kBlockBypass, false>(d, x + i, f, r, lo, hi, s, q + i);
+          FakeQuantizeBlock<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, lo, hi, s, q + i);
         if (i + 2 * N <= n) {
           const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
           const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-          hn::StoreU(y0, d, q + i);
-          hn::StoreU(y1, d, q + i + N);
+          StoreVec<kStream>(y0, d, q + i);
+          StoreVec<kStream>(y1, d, q + i + N);
           i += 2 * N;
         }
       } else {
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
         for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kBlockBypass, false>(d, x + i, f, r, hi, row_pack, q + i);
+          QuantizeBlockBytes<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, hi, row_pack, q + i);
         if (i + 2 * N <= n) {
           const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
           const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
-          row_pack.StorePair(v0.raw, v1.raw, q + i);
+          row_pack.template StorePair<kStream>(v0.raw, v1.raw, q + i);
           i += 2 * N;
         }
       }
@@ -2523,6 +2529,24 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
 }
 #endif
 
+// Rows of fewer bytes than this take the short-row paths even in a streaming call: the
+// per-row path's non-temporal part (whole aligned blocks of 4 vectors) would be little or
+// nothing, behind a head loop per row.
+constexpr std::size_t kStreamRowMinBytes = 1024;
+
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Whether every store QuantizeShortRows makes for these rows is aligned to its width, as
+// non-temporal stores need: vectors and byte blocks of 64 bytes at row offsets that are
+// multiples of 64, byte pairs of 32 bytes (rows of two vectors) at multiples of 32.
+template <class Out>
+HWY_INLINE bool ShortRowsStreamable(const Out* q, std::ptrdiff_t sq, std::size_t n) {
+  const std::size_t N = hn::Lanes(hn::ScalableTag<float>());
+  const std::size_t align = (sizeof(Out) == 1 && n < 4 * N) ? 32 : 64;
+  const std::size_t row_bytes = static_cast<std::size_t>(sq < 0 ? -sq : sq) * sizeof(Out);
+  return reinterpret_cast<std::uintptr_t>(q) % align == 0 && row_bytes % align == 0;
+}
+#endif
+
 // Short rows with constant parameters (per-channel rows of small tensors): one call for all,
 // the row body inlined, so that the core overlaps the rows' dependency chains.
 template <class Out, class Round, bool kDivide>
@@ -2530,19 +2554,27 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
                   std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
+    const bool stream = a.stream && n * sizeof(Out) >= kStreamRowMinBytes;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-    if (!a.stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
-      if constexpr (kDivide && kMarksteinRounding<Round>) {
-        if (a.divider_bypass == 3) {
-          QuantizeShortRows<Out, Round, kDivide, 3>(a, x, sx, q, sq, count, n, at, dat);
-          return;
+    if (!stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
+      const auto short_rows = [&](auto stream) HWY_ATTR {
+        constexpr bool kStream = decltype(stream)::value;
+        if constexpr (kDivide && kMarksteinRounding<Round>) {
+          if (a.divider_bypass == 3)
+            return QuantizeShortRows<Out, Round, kDivide, 3, kStream>(a, x, sx, q, sq, count, n, at, dat);
         }
-      }
-      QuantizeShortRows<Out, Round, kDivide, 2>(a, x, sx, q, sq, count, n, at, dat);
+        QuantizeShortRows<Out, Round, kDivide, 2, kStream>(a, x, sx, q, sq, count, n, at, dat);
+      };
+      // Streaming calls of short rows (per-group blocks of a large tensor) stream here when
+      // every store is aligned (the call's fence is in QuantizeByRounding).
+      if (a.stream && ShortRowsStreamable(q, sq, n))
+        short_rows(std::true_type());
+      else
+        short_rows(std::false_type());
       return;
     }
 #endif
-    if (!a.stream) {  // the lean loop: no stream or stochastic branches per row
+    if (!stream) {  // the lean loop: no stream or stochastic branches per row
       for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
         QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, a.factor + at, a.zero + at,
                                                  std::is_same<Out, float>::value ? a.scale + at : nullptr);
@@ -2562,6 +2594,7 @@ struct QuantizeByRounding {
                                 &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic,
                                 Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>};
     RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
+    if (a->stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
   }
   template <class Round>
   HWY_INLINE void operator()() const {
@@ -2666,8 +2699,7 @@ HWY_INLINE void DequantizeRunBody(const void* args, const In* q, float* x, std::
         ordinary.stream = false;
         DequantizeRun<In, false>(&ordinary, q, x, head, at);
       }
-      i = head + DequantizeBlocks4<In, true>(q + head, x + head, n - head, ps[0], pz[0]);
-      hwy::FlushStream();
+      i = head + DequantizeBlocks4<In, true>(q + head, x + head, n - head, ps[0], pz[0]);  // fenced in DequantizeFrom
     } else {
       i = DequantizeBlocks4<In, false>(q, x, n, ps[0], pz[0]);
     }
@@ -2709,7 +2741,7 @@ void DequantizeRun(const void* args, const In* q, float* x, std::size_t n, std::
 // test for both (pairs measured up to 45 % faster than one row per step for rows of two
 // vectors; four rows per step were slower than two). Advances q, x and at past the rows done
 // (an even count) and returns that count.
-template <std::size_t kVecs, class In>
+template <std::size_t kVecs, bool kStream, class In>
 HWY_INLINE std::size_t DequantizeRowPairs(const DequantizeArgs& a, const In*& q, std::ptrdiff_t sq, float*& x,
                                           std::ptrdiff_t sx, std::size_t count, std::int64_t& at,
                                           std::int64_t dat) {
@@ -2727,8 +2759,8 @@ HWY_INLINE std::size_t DequantizeRowPairs(const DequantizeArgs& a, const In*& q,
     for (std::size_t v = 0; v < kVecs; ++v) {
       const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + v * N), z0)), s0);
       const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + v * N), z1)), s1);
-      hn::StoreU(y0, d, x + v * N);
-      hn::StoreU(y1, d, x1 + v * N);
+      StoreVec<kStream>(y0, d, x + v * N);
+      StoreVec<kStream>(y1, d, x1 + v * N);
     }
   }
   return k;
@@ -2738,16 +2770,22 @@ template <class In>
 void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, std::ptrdiff_t sx,
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
-  if (!a.stream) {  // the lean loop: no stream branch per row
+  if (!a.stream || n * sizeof(float) < kStreamRowMinBytes) {  // the lean loop: no stream branch per row
     std::size_t k = 0;
     const hn::ScalableTag<float> d;
     const std::size_t N = hn::Lanes(d);
     // Rows of two or four vectors (per-group blocks of 2N values, per-channel rows of small
-    // tensors): two rows per step.
+    // tensors): two rows per step; in a streaming call with non-temporal stores when every row
+    // starts at a vector boundary (fenced in DequantizeFrom).
+    const std::size_t row_bytes = static_cast<std::size_t>(sx < 0 ? -sx : sx) * sizeof(float);
+    const bool stream_pairs = a.stream && reinterpret_cast<std::uintptr_t>(x) % (N * sizeof(float)) == 0 &&
+                              row_bytes % (N * sizeof(float)) == 0;
     if (n == 2 * N)
-      k = DequantizeRowPairs<2>(a, q, sq, x, sx, count, at, dat);
+      k = stream_pairs ? DequantizeRowPairs<2, true>(a, q, sq, x, sx, count, at, dat)
+                       : DequantizeRowPairs<2, false>(a, q, sq, x, sx, count, at, dat);
     else if (n == 4 * N)
-      k = DequantizeRowPairs<4>(a, q, sq, x, sx, count, at, dat);
+      k = stream_pairs ? DequantizeRowPairs<4, true>(a, q, sq, x, sx, count, at, dat)
+                       : DequantizeRowPairs<4, false>(a, q, sq, x, sx, count, at, dat);
     for (; k < count; ++k, q += sq, x += sx, at += dat) {
       const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
       if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
@@ -2763,6 +2801,7 @@ void DequantizeFrom(const DequantizeArgs& a) {
   const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
                              &DequantizeRows<In>};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
+  if (a.stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
 }
 
 inline void Dequantize(const DequantizeArgs& a) {

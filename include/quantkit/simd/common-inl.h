@@ -342,11 +342,16 @@ struct ByteBlockPacker {
       _mm512_storeu_si512(reinterpret_cast<void*>(q), out);
   }
   // Two vectors (32 values): the same with the pair twice; its first 32 bytes are the result.
+  template <bool kStream = false>
   HWY_INLINE void StorePair(__m512i v0, __m512i v1, Out* HWY_RESTRICT q) const {
     const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0, v1), z16);
     const __m512i r = std::is_signed<Out>::value ? _mm512_max_epi8(_mm512_packs_epi16(ab, ab), qmin8)
                                                  : _mm512_max_epu8(_mm512_packus_epi16(ab, ab), qmin8);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r)));
+    const __m256i out = _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, r));
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(q), out);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
   }
 };
 #endif
