@@ -850,7 +850,8 @@ struct UniformSource {
 // divider (x * (1/s) with Markstein's exact correction on the FMA units; the others divide):
 // 2 or 3. Which is faster depends on the divider: measured on 4K-64K int8 calls, Intel's
 // (AVX-512 host of 2026-11-25: 3 of 4 13.0 Gelem/s against 10.7 for 2 of 4 and 12.3 for all 4)
-// against AMD Zen 4's faster divider (2 of 4 fastest: 12.2-12.5 against 11.6 for all 4).
+// against AMD Zen 4's faster divider (2 of 4 fastest: 12.2-12.5 against 11.6 for all 4); on Zen 5
+// (2026-11-26, bench_kernels --qk_divider_bypass) 3 of 4 was no faster than 2, within 4 %.
 // Both give the same bits. Tests set it to reach both block shapes on any CPU.
 namespace detail {
 inline int default_divider_bypass() {
