@@ -45,8 +45,8 @@
 #include "quantkit/policy/requantization.hpp"
 #include "quantkit/policy/rounding.hpp"
 #include "quantkit/ref/quantize.hpp"
-#include "quantkit/simd/abi.hpp"
 #include "quantkit/ref/requantize.hpp"
+#include "quantkit/simd/abi.hpp"
 #include "quantkit/tensor/view.hpp"
 
 namespace qk = quantkit;
@@ -558,9 +558,17 @@ int main(int argc, char** argv) {
       quantkit::simd::detail::divider_bypass_storage() = v;
     } else if (a.rfind("--qk_stream_threshold=", 0) == 0) {
       // Calls moving more bytes than this store non-temporally (default: the last-level cache).
-      quantkit::simd::detail::stream_threshold_storage() = std::strtoull(argv[i] + 22, nullptr, 10);
+      const char* text = argv[i] + 22;
+      char* end = nullptr;
+      const unsigned long long bytes = std::strtoull(text, &end, 10);
+      if (*text < '0' || *text > '9' || *end != '\0') {
+        std::fprintf(stderr, "bench_kernels: --qk_stream_threshold takes a byte count, got '%s'\n", text);
+        return 2;
+      }
+      quantkit::simd::detail::stream_threshold_storage() = static_cast<std::size_t>(bytes);
+    } else {
+      args.push_back(argv[i]);
     }
-    else args.push_back(argv[i]);
   }
   int bargc = static_cast<int>(args.size());
   benchmark::Initialize(&bargc, args.data());
