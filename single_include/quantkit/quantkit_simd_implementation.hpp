@@ -2045,7 +2045,9 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
 //     ignore it. Both modes give bit-identical results.
 //
 // In static mode, compile every translation unit that uses quantkit with the same target
-// flags (Highway's rule for inline code).
+// flags (Highway's rule for inline code). With QUANTKIT_SIMD_DYNAMIC no translation unit but
+// the implementation compiles kernels: the static target's are not instantiated (most of a
+// header-only user's compile time: 51 s -> 14 s for examples/readme_example.cpp, GCC -O2).
 
 #include <cstddef>
 #include <cstdint>
@@ -5635,10 +5637,14 @@ inline bool dynamic_dispatch() noexcept { return detail::dynamic_linked(); }
 // else the static target.
 template <int kUnused = 0>
 const Kernels& active_kernels() {
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  return *detail::dynamic_kernels();
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (detail::dynamic_linked()) return *detail::dynamic_kernels();
 #endif
   return static_kernels<kUnused>();
+#endif
 }
 
 // The kernels of one target (HWY_AVX3, HWY_AVX2, HWY_SSE4, HWY_SCALAR, ...), or nullptr when
@@ -5646,10 +5652,14 @@ const Kernels& active_kernels() {
 // the static target exists.
 template <int kUnused = 0>
 const Kernels* kernels_for(std::int64_t target) {
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  return detail::dynamic_kernels_for(target);
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (detail::dynamic_linked()) return detail::dynamic_kernels_for(target);
 #endif
   return target == HWY_STATIC_TARGET ? &static_kernels<kUnused>() : nullptr;
+#endif
 }
 
 // Every compiled target the CPU supports, best first.
@@ -5662,7 +5672,11 @@ std::vector<const Kernels*> available_kernels() {
     return std::vector<const Kernels*>(list, list + n);
   }
 #endif
+#if QUANTKIT_SIMD_DYNAMIC_REF != 2
   return {&static_kernels<kUnused>()};
+#else
+  return {};  // not reached: dynamic_linked() is true
+#endif
 }
 
 }  // namespace simd
@@ -5959,47 +5973,79 @@ template <class Out, RoundingMode kMode>
 void run_quantize(const Kernels* kernels, QuantizeArgs& a) {
   a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  dynamic_kernels()->quantize(a);
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
 #endif
   HWY_STATIC_DISPATCH(QuantizeTyped)<Out, kMode>(a);
+#endif
 }
 template <class Out>
 void run_quantize_any_rounding(const Kernels* kernels, QuantizeArgs& a) {
   a.stream = stream_output(a.plan, sizeof(float) + sizeof(Out));
   if (kernels != nullptr) return kernels->quantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  dynamic_kernels()->quantize(a);
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->quantize(a);
 #endif
   HWY_STATIC_DISPATCH(QuantizeTo)<Out>(a);
+#endif
 }
 template <class In>
 void run_dequantize(const Kernels* kernels, DequantizeArgs& a) {
   a.stream = stream_output(a.plan, sizeof(In) + sizeof(float));
   if (kernels != nullptr) return kernels->dequantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  dynamic_kernels()->dequantize(a);
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->dequantize(a);
 #endif
   HWY_STATIC_DISPATCH(DequantizeFrom)<In>(a);
+#endif
 }
 template <class Out, RequantScheme kScheme, RoundingMode kMode>
 void run_requantize(const Kernels* kernels, const RequantizeArgs& a) {
   if (kernels != nullptr) return kernels->requantize(a);
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  dynamic_kernels()->requantize(a);
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->requantize(a);
 #endif
   HWY_STATIC_DISPATCH(RequantizeTyped)<Out, kScheme, kMode>(a);
+#endif
 }
 // The other kernels: a function of `kernels`, of the runtime-dispatched table, or the static
 // target's function.
+// Under QUANTKIT_SIMD_DYNAMIC the static function is not even named (QUANTKIT_SIMD_STATIC_FN
+// is nullptr), so the translation unit compiles no kernels.
+template <class T>
+struct NonDeduced {
+  using type = T;
+};
 template <class F>
-F pick(const Kernels* kernels, F Kernels::*member, F static_fn) {
+F pick(const Kernels* kernels, F Kernels::*member, typename NonDeduced<F>::type static_fn) {
   if (kernels != nullptr) return kernels->*member;
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+  (void)static_fn;
+  return dynamic_kernels()->*member;
+#else
 #if QUANTKIT_SIMD_DYNAMIC_REF
   if (dynamic_linked()) return dynamic_kernels()->*member;
 #endif
   return static_fn;
+#endif
 }
+#if QUANTKIT_SIMD_DYNAMIC_REF == 2
+#define QUANTKIT_SIMD_STATIC_FN(name) nullptr
+#else
+#define QUANTKIT_SIMD_STATIC_FN(name) &HWY_STATIC_DISPATCH(name)
+#endif
 
 }  // namespace detail
 
@@ -6137,14 +6183,14 @@ void quantize_packed(const View<In, RI>& x, const QuantParams& p, int bits, std:
         const Dims shape{static_cast<std::int64_t>(m)};
         quantize(View<const float>(x.data() + i, shape), p, View<Value>(values, shape), round,
                  application, kernels);
-        detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values), m,
+        detail::pick(kernels, &Kernels::pack, QUANTKIT_SIMD_STATIC_FN(Pack))(reinterpret_cast<const std::uint8_t*>(values), m,
                                                bits, out + i / (8 / bits));
       }
       return;
     }
     std::vector<Value> values(n);
     quantize(x, p, View<Value>(values.data(), x.shape(), x.name()), round, application, kernels);
-    detail::pick(kernels, &Kernels::pack, &HWY_STATIC_DISPATCH(Pack))(reinterpret_cast<const std::uint8_t*>(values.data()), n,
+    detail::pick(kernels, &Kernels::pack, QUANTKIT_SIMD_STATIC_FN(Pack))(reinterpret_cast<const std::uint8_t*>(values.data()), n,
                                            bits, out);
   };
   if (p.range.qmin < 0)
@@ -6168,12 +6214,12 @@ void dequantize_packed(const std::uint8_t* packed, std::size_t packed_bytes, int
                            " values");
   if (is_signed) {
     std::vector<std::int8_t> values(n);
-    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, true,
+    detail::pick(kernels, &Kernels::unpack, QUANTKIT_SIMD_STATIC_FN(Unpack))(packed, n, bits, true,
                                              reinterpret_cast<std::uint8_t*>(values.data()));
     dequantize(View<const std::int8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
   } else {
     std::vector<std::uint8_t> values(n);
-    detail::pick(kernels, &Kernels::unpack, &HWY_STATIC_DISPATCH(Unpack))(packed, n, bits, false, values.data());
+    detail::pick(kernels, &Kernels::unpack, QUANTKIT_SIMD_STATIC_FN(Unpack))(packed, n, bits, false, values.data());
     dequantize(View<const std::uint8_t>(values.data(), x.shape(), x.name()), p, x, kernels);
   }
 }
@@ -6658,7 +6704,7 @@ void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Sche
 // out[i] = table[in[i]] for i < n: a 256-entry byte table (in may equal out).
 inline void lookup_bytes(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                          std::size_t n, const Kernels* kernels = nullptr) {
-  detail::pick(kernels, &Kernels::lookup_bytes, &HWY_STATIC_DISPATCH(LookupBytes))(table, in, out, n);
+  detail::pick(kernels, &Kernels::lookup_bytes, QUANTKIT_SIMD_STATIC_FN(LookupBytes))(table, in, out, n);
 }
 
 // ==================================================================== Window ops on bytes
@@ -6667,14 +6713,14 @@ inline void lookup_bytes(const std::uint8_t* table, const std::uint8_t* in, std:
 // holding int8 (is_signed) or uint8 values: one pass of a 2-wide, stride-2 max pool.
 inline void max_pairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed, std::uint8_t* out,
                       const Kernels* kernels = nullptr) {
-  detail::pick(kernels, &Kernels::max_pairs, &HWY_STATIC_DISPATCH(MaxPairs))(in, n_out, unit, is_signed, out);
+  detail::pick(kernels, &Kernels::max_pairs, QUANTKIT_SIMD_STATIC_FN(MaxPairs))(in, n_out, unit, is_signed, out);
 }
 
 // sum[i] = sum_t w[t] * in[offset[t] + i] for i < n, modulo 2^32: the taps of a depthwise
 // convolution over one padded plane's rows.
 inline void depthwise_rows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                            std::size_t taps, std::int32_t* sum, const Kernels* kernels = nullptr) {
-  detail::pick(kernels, &Kernels::depthwise_rows, &HWY_STATIC_DISPATCH(DepthwiseRows))(in, n, w, offset, taps, sum);
+  detail::pick(kernels, &Kernels::depthwise_rows, QUANTKIT_SIMD_STATIC_FN(DepthwiseRows))(in, n, w, offset, taps, sum);
 }
 
 // ==================================================================== Reductions
@@ -6684,14 +6730,14 @@ inline void depthwise_rows(const std::uint8_t* in, std::size_t n, const std::int
 template <class T>
 MinMaxResult minmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::minmax: input must be float");
-  return detail::pick(kernels, &Kernels::minmax, &HWY_STATIC_DISPATCH(MinMax))(x, n);
+  return detail::pick(kernels, &Kernels::minmax, QUANTKIT_SIMD_STATIC_FN(MinMax))(x, n);
 }
 
 // max |x| over the finite values of x[0..n) (0 if none) and the count of non-finite values.
 template <class T>
 AbsMaxResult absmax(const T* x, std::size_t n, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::absmax: input must be float");
-  return detail::pick(kernels, &Kernels::absmax, &HWY_STATIC_DISPATCH(AbsMax))(x, n);
+  return detail::pick(kernels, &Kernels::absmax, QUANTKIT_SIMD_STATIC_FN(AbsMax))(x, n);
 }
 
 // Running min/max per parameter (channel or block of `granularity` over x's shape), updated
@@ -6708,7 +6754,7 @@ std::size_t minmax_per_param(const View<T, R>& x, Granularity granularity, float
   a.x = x.data();
   a.min = min;
   a.max = max;
-  return detail::pick(kernels, &Kernels::minmax_params, &HWY_STATIC_DISPATCH(MinMaxParams))(a);
+  return detail::pick(kernels, &Kernels::minmax_params, QUANTKIT_SIMD_STATIC_FN(MinMaxParams))(a);
 }
 
 // Adds the histogram of x[0..n) (|x| when absolute) over [lo, hi] in `bins` bins to counts
@@ -6731,7 +6777,7 @@ HistogramResult histogram(const T* x, std::size_t n, float lo, float hi, std::si
   a.bins = bins;
   a.absolute = absolute;
   a.counts = counts;
-  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+  return detail::pick(kernels, &Kernels::histogram, QUANTKIT_SIMD_STATIC_FN(Histogram))(a);
 }
 
 // histogram() and minmax() of the same x in one pass: the counts as histogram() adds them, and
@@ -6753,7 +6799,7 @@ HistogramResult histogram_minmax(const T* x, std::size_t n, float lo, float hi, 
   a.bins = bins;
   a.counts = counts;
   a.minmax = mm;
-  return detail::pick(kernels, &Kernels::histogram, &HWY_STATIC_DISPATCH(Histogram))(a);
+  return detail::pick(kernels, &Kernels::histogram, QUANTKIT_SIMD_STATIC_FN(Histogram))(a);
 }
 
 namespace detail {
@@ -6790,7 +6836,7 @@ std::size_t grid_histogram(const T* x, std::size_t n, float inv_width, std::int6
                            std::uint64_t* counts, const Kernels* kernels = nullptr) {
   static_assert(std::is_same<T, float>::value, "simd::grid_histogram: input must be float");
   const GridHistogramArgs a = detail::grid_histogram_args("simd::grid_histogram", x, n, inv_width, base, bins, counts);
-  return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
+  return detail::pick(kernels, &Kernels::grid_histogram, QUANTKIT_SIMD_STATIC_FN(GridHistogram))(a);
 }
 
 // grid_histogram() and minmax() of the same x in one pass: the counts as grid_histogram() adds
@@ -6805,7 +6851,7 @@ std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, st
       detail::grid_histogram_args("simd::grid_histogram_minmax", x, n, inv_width, base, bins, counts);
   if (mm == nullptr) quantkit::detail::fail("simd::grid_histogram_minmax: null MinMaxResult");
   a.minmax = mm;
-  return detail::pick(kernels, &Kernels::grid_histogram, &HWY_STATIC_DISPATCH(GridHistogram))(a);
+  return detail::pick(kernels, &Kernels::grid_histogram, QUANTKIT_SIMD_STATIC_FN(GridHistogram))(a);
 }
 
 // ==================================================================== Kernels by reference
@@ -6930,6 +6976,8 @@ std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, st
 
 }  // namespace simd
 }  // namespace quantkit
+
+#undef QUANTKIT_SIMD_STATIC_FN
 #endif  // QUANTKIT_SINGLE_QUANTKIT_SIMD_API_HPP_
 // ---- end quantkit/simd/api.hpp ----
 #endif  // QUANTKIT_SINGLE_QUANTKIT_SIMD_SIMD_HPP_
