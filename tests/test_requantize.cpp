@@ -1,9 +1,11 @@
 // Requantization: gemmlowp/TFLite primitives, every scale scheme, per-channel + bias + clamp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <quantkit/quantkit.hpp>
@@ -160,4 +162,79 @@ TEST_CASE("tensor requantize: per-channel multipliers, bias, zero point, fused R
   p.bias = {1, 2};
   CHECK_THROWS_WITH_AS(qk::ref::requantize(qk::with_shape(acc, {2, 3}), p, qk::with_shape(out, {2, 3}), "fc1"),
                        doctest::Contains("layer 'fc1': 2 biases for 3 channels; expected 3"), qk::Error);
+}
+
+namespace {
+// The message of the quantkit::Error f throws ("" when none).
+template <class F>
+std::string error_text(F&& f) {
+  try {
+    f();
+  } catch (const qk::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// Hand-built constants of a shift scheme: the edges of its int64 arithmetic compute `want`
+// (ref and SIMD, every target), one past them is refused by both before anything is written.
+template <class Scheme>
+void check_shift_domain(const typename Scheme::Constants& edge, const std::vector<std::int8_t>& want,
+                        const typename Scheme::Constants& bad, const std::string& problem) {
+  const std::vector<std::int32_t> acc = {kMin, -70000, -3, -1, 0, 1, 2, 3, 70000, kMax};
+  const qk::Dims shape{2, 5};
+  qk::RequantParams<Scheme> p;
+  p.constants = {edge};
+  std::vector<std::int8_t> out(acc.size(), 42);
+  qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(out.data(), shape));
+  CHECK(out == want);
+  for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+    CAPTURE(k->name);
+    std::fill(out.begin(), out.end(), std::int8_t{42});
+    qk::simd::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(out.data(), shape),
+                         "conv2", k);
+    CHECK(out == want);
+  }
+  // per channel (axis 1): the bad constants third of five
+  p.constants = {edge, edge, bad, edge, edge};
+  p.channel_axis = 1;
+  std::fill(out.begin(), out.end(), std::int8_t{42});
+  CHECK(error_text([&] {
+          qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p,
+                              qk::View<std::int8_t>(out.data(), shape), "conv2");
+        }) == "quantkit: layer 'conv2': constants[2]" + problem);
+  CHECK(error_text([&] {
+          qk::simd::requantize(qk::View<const std::int32_t>(acc.data(), shape), p,
+                               qk::View<std::int8_t>(out.data(), shape), "conv2");
+        }) == "quantkit: simd::requantize: layer 'conv2': constants[2]" + problem);
+  CHECK(out == std::vector<std::int8_t>(acc.size(), 42));
+}
+}  // namespace
+
+TEST_CASE("hand-built shifts outside a scheme's int64 arithmetic are refused by ref and SIMD requantize") {
+  const std::vector<std::int8_t> zeros(10, 0);
+  // acc / 2^62 rounds to 0 for every int32; -1 is no right shift
+  check_shift_domain<qk::PowerOfTwo<qk::RoundHalfEven>>({62}, zeros, {-1},
+                                                        ".shift is -1; expected a shift in [0, 62] (pow2)");
+  check_shift_domain<qk::PowerOfTwo<qk::RoundFloor>>({62}, {-1, -1, -1, -1, 0, 0, 0, 0, 0, 0}, {63},
+                                                     ".shift is 63; expected a shift in [0, 62] (pow2)");
+  // acc >> 63 is the sign
+  check_shift_domain<qk::SingleShift>({63}, {-1, -1, -1, -1, 0, 0, 0, 0, 0, 0}, {64},
+                                      ".shift is 64; expected a shift in [0, 63] (single-shift)");
+  check_shift_domain<qk::SingleShift>({0}, {-128, -128, -3, -1, 0, 1, 2, 3, 127, 127},
+                                      {std::numeric_limits<int>::min()},
+                                      ".shift is -2147483648; expected a shift in [0, 63] (single-shift)");
+  // (acc + acc * 2^31 + 2^61) >> 62: about acc / 2^31, rounded
+  check_shift_domain<qk::DoubleShift>({31, 62}, {-1, 0, 0, 0, 0, 0, 0, 0, 0, 1}, {32, 62},
+                                      " is {shift1 32, shift2 62}; expected shift1 in [0, 31] and shift2 in "
+                                      "[1, 62] (double-shift)");
+  check_shift_domain<qk::DoubleShift>({0, 1}, {-128, -128, -3, -1, 0, 1, 2, 3, 127, 127},
+                                      {0, 63},
+                                      " is {shift1 0, shift2 63}; expected shift1 in [0, 31] and shift2 in "
+                                      "[1, 62] (double-shift)");
+  // fixed point: x * 2^32 and x / 2^62 (edges against the SIMD kernels: test_simd_raw_checks)
+  check_shift_domain<qk::FixedPointSingleRounding>({1 << 30, -32}, zeros, {1 << 30, 31},
+                                                   ".shift is 31; expected a shift in [-32, 30] (fixed-point-single)");
+  check_shift_domain<qk::FixedPointDoubleRounding>({1 << 30, -62}, zeros, {1 << 30, -63},
+                                                   ".shift is -63; expected a shift in [-62, 32] (fixed-point)");
 }

@@ -139,6 +139,14 @@ TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the
   const std::size_t threshold = qks::stream_threshold_bytes();
   const std::size_t n = threshold / 5 + 1031;
   REQUIRE(qks::stream_output(qks::detail::contiguous_plan(n), 5));
+  // A strided innermost output is staged through a stack buffer and scattered: never streamed
+  // (the buffer would go to memory and be read back). A strided input alone still streams.
+  qks::Plan strided = qks::detail::contiguous_plan(n);
+  strided.out_stride[0] = 2;
+  CHECK_FALSE(qks::stream_output(strided, 5));
+  strided.out_stride[0] = 1;
+  strided.in_stride[0] = 3;
+  CHECK(qks::stream_output(strided, 5));
   const float scale = 0.25f;
   const std::int32_t zp = 3;
   qk::QuantParams p;
@@ -173,6 +181,16 @@ TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the
       QK_CHECK_SAME(dgot, dwant, want);
     });
   }
+  // The same call into every other element of a buffer twice the size (staged rows).
+  const qk::View<const float> xs(data.data(), qk::Dims{static_cast<std::int64_t>(n)});
+  std::vector<std::int8_t> swant(2 * n, 0), sgot(2 * n, 0);
+  qk::ref::quantize(xs, p, qk::View<std::int8_t>(swant.data(), xs.shape(), qk::Dims{2}), qk::RoundHalfEven{});
+  for_each_target("stream size, strided output", [&](const qks::Kernels& k) {
+    std::fill(sgot.begin(), sgot.end(), std::int8_t{0});
+    qks::quantize(xs, p, qk::View<std::int8_t>(sgot.data(), xs.shape(), qk::Dims{2}), qk::RoundHalfEven{},
+                  qk::ScaleApplicationKind::divide, &k);
+    QK_CHECK_SAME(sgot, swant, swant);
+  });
 }
 
 namespace {

@@ -1381,6 +1381,7 @@ class Calibration {
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 // ---- begin quantkit/ref/fixed_point.hpp ----
 #ifndef QUANTKIT_SINGLE_QUANTKIT_REF_FIXED_POINT_HPP_
@@ -1559,6 +1560,7 @@ struct PowerOfTwo {
   static constexpr RequantScheme scheme = RequantScheme::power_of_two;
   using rounding = Rounding;
   using Constants = ShiftScale;
+  static constexpr int kMinShift = 0, kMaxShift = 62;  // shift_right's domain in int64
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a power-of-two right shift", "FixedPointDoubleRounding");
     return {detail::nearest_shift(m)};
@@ -1572,6 +1574,7 @@ struct PowerOfTwo {
 struct FixedPointDoubleRounding {
   static constexpr RequantScheme scheme = RequantScheme::fixed_point;
   using Constants = ref::QuantizedMultiplier;
+  static constexpr int kMinShift = -62, kMaxShift = 32;  // x * 2^32 and x / 2^62 in int64
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, std::ldexp(1.0, 30), "a fixed-point multiplier",
                              "a smaller multiplier");
@@ -1588,6 +1591,7 @@ struct FixedPointDoubleRounding {
 struct FixedPointSingleRounding {
   static constexpr RequantScheme scheme = RequantScheme::fixed_point_single;
   using Constants = ref::QuantizedMultiplier;
+  static constexpr int kMinShift = -32, kMaxShift = 30;  // 31 - shift in [1, 63]
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, std::ldexp(1.0, 30), "a single-rounding fixed-point multiplier",
                              "a smaller multiplier");
@@ -1604,6 +1608,7 @@ struct FixedPointSingleRounding {
 struct SingleShift {
   static constexpr RequantScheme scheme = RequantScheme::single_shift;
   using Constants = ShiftScale;
+  static constexpr int kMinShift = 0, kMaxShift = 63;  // int64 >> shift
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a single right shift (N2D2 SINGLE_SHIFT)",
                              "FixedPointDoubleRounding (N2D2 falls back to fixed-point here)");
@@ -1621,6 +1626,8 @@ struct DoubleShift {
     int shift1 = 0;  // acc << shift1
     int shift2 = 1;  // total right shift
   };
+  // acc * 2^shift1 + acc + 2^(shift2 - 1) stays inside int64.
+  static constexpr int kMaxShift1 = 31, kMinShift2 = 1, kMaxShift2 = 62;
   // The pair 2^-a + 2^-b (0 <= a < b <= 31) nearest to m in relative error.
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.5, "two right shifts (N2D2 DOUBLE_SHIFT)",
@@ -1647,6 +1654,50 @@ struct DoubleShift {
     return ref::saturate_to_int32(v);
   }
 };
+
+namespace detail {
+// Whether apply() is defined for constants c (shifts inside int64 arithmetic). make() only
+// builds such constants; hand-built or deserialized ones are checked by check_requant_constants.
+template <class Scheme>
+constexpr bool requant_constants_defined(const typename Scheme::Constants& c) {
+  if constexpr (Scheme::scheme == RequantScheme::float_multiplier) {
+    (void)c;
+    return true;  // non-finite multipliers saturate (apply's documented behaviour)
+  } else if constexpr (Scheme::scheme == RequantScheme::double_shift) {
+    return (c.shift1 >= 0) & (c.shift1 <= Scheme::kMaxShift1) & (c.shift2 >= Scheme::kMinShift2) &
+           (c.shift2 <= Scheme::kMaxShift2);
+  } else {
+    return (c.shift >= Scheme::kMinShift) & (c.shift <= Scheme::kMaxShift);
+  }
+}
+
+// Throws quantkit::Error naming the first constants outside requant_constants_defined, after
+// prefix() (the caller and layer, built only on failure): "constants[2].shift is 70; expected
+// a shift in [0, 62] (pow2)". One branch-free pass when all are good (this runs per call).
+template <class Scheme, class Constants, class Prefix>
+void check_requant_constants(const std::vector<Constants>& constants, const Prefix& prefix) {
+  static_assert(std::is_same_v<Constants, typename Scheme::Constants>, "constants of another scheme");
+  if constexpr (Scheme::scheme != RequantScheme::float_multiplier) {
+    bool good = true;
+    for (const Constants& c : constants) good &= requant_constants_defined<Scheme>(c);
+    if (good) return;
+    for (std::size_t i = 0; i < constants.size(); ++i) {
+      const Constants& c = constants[i];
+      if (requant_constants_defined<Scheme>(c)) continue;
+      if constexpr (Scheme::scheme == RequantScheme::double_shift)
+        fail(prefix(), "constants[", i, "] is {shift1 ", c.shift1, ", shift2 ", c.shift2, "}; expected shift1 in [0, ",
+             Scheme::kMaxShift1, "] and shift2 in [", Scheme::kMinShift2, ", ", Scheme::kMaxShift2, "] (",
+             to_string(Scheme::scheme), ")");
+      else
+        fail(prefix(), "constants[", i, "].shift is ", c.shift, "; expected a shift in [", Scheme::kMinShift, ", ",
+             Scheme::kMaxShift, "] (", to_string(Scheme::scheme), ")");
+    }
+  } else {
+    (void)constants;
+    (void)prefix;
+  }
+}
+}  // namespace detail
 
 }  // namespace quantkit
 #endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_REQUANTIZATION_HPP_
@@ -1765,9 +1816,12 @@ inline std::size_t& stream_threshold_storage() {
 inline std::size_t stream_threshold_bytes() { return detail::stream_threshold_storage(); }
 
 // Whether an element-wise call over `plan` moving `bytes_per_element` (input + output) streams
-// its output.
+// its output. Not when the innermost output stride is not 1: such rows are written to a stack
+// buffer and scattered from it (RunRow), and streaming the buffer would send it to memory only
+// to read it back.
 inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
   const std::int64_t n = plan.size();
+  if (plan.rank > 0 && plan.out_stride[plan.rank - 1] != 1) return false;
   return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
 }
 
@@ -2308,6 +2362,8 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
   if (p.clamp_min > p.clamp_max)
     quantkit::detail::fail("layer '", layer, "': clamp range [", p.clamp_min, ", ", p.clamp_max,
                  "] is empty; expected min <= max");
+  // Hand-built or loaded constants: shifts outside the scheme's int64 arithmetic are refused.
+  quantkit::detail::check_requant_constants<Scheme>(p.constants, [&] { return "layer '" + layer + "': "; });
   const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
   const Granularity g =
       per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
@@ -6600,31 +6656,14 @@ struct requant_rounding<Scheme, std::void_t<typename Scheme::rounding>> {
   static constexpr RoundingMode value = kernel_rounding<typename Scheme::rounding>();
 };
 
-// The fixed-point schemes' shifts where their arithmetic is defined (the reference runs the
-// shifts the kernels do not cover, beyond +-31): double rounding x * 2^left in int64 and
-// x / 2^right with 2^right in int64, left <= 32, right <= 62; single rounding 31 - shift in
-// [1, 63]. Checked before any shift is negated (-INT_MIN is undefined): one branch-free pass,
-// the first bad shift named only on failure.
+// The constants' shifts where the schemes' arithmetic is defined (the reference runs the
+// shifts the kernels do not cover, e.g. fixed-point beyond +-31): checked before any shift is
+// negated (-INT_MIN is undefined); see quantkit::detail::check_requant_constants.
 template <class Scheme>
 void check_requant_shifts(const RequantParams<Scheme>& p, const std::string& layer) {
-  constexpr RequantScheme s = Scheme::scheme;
-  if constexpr (s == RequantScheme::fixed_point || s == RequantScheme::fixed_point_single) {
-    constexpr int kLo = s == RequantScheme::fixed_point ? -62 : -32;
-    constexpr int kHi = s == RequantScheme::fixed_point ? 32 : 30;
-    const typename Scheme::Constants* const pc = p.constants.data();
-    const std::size_t n = p.constants.size();
-    int bad = 0;
-    for (std::size_t c = 0; c < n; ++c) bad |= (pc[c].shift < kLo) | (pc[c].shift > kHi);
-    if (bad == 0) return;
-    for (std::size_t c = 0; c < n; ++c)
-      if (pc[c].shift < kLo || pc[c].shift > kHi)
-        quantkit::detail::fail("simd::requantize: ", layer.empty() ? std::string() : "layer '" + layer + "': ",
-                               "constants[", c, "].shift is ", pc[c].shift, "; expected a shift in [", kLo,
-                               ", ", kHi, "] (", quantkit::to_string(s), ")");
-  } else {
-    (void)p;
-    (void)layer;
-  }
+  quantkit::detail::check_requant_constants<Scheme>(p.constants, [&] {
+    return "simd::requantize: " + (layer.empty() ? std::string() : "layer '" + layer + "': ");
+  });
 }
 
 template <class Scheme>

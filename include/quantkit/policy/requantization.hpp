@@ -20,6 +20,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "quantkit/error.hpp"
 #include "quantkit/policy/rounding.hpp"
@@ -102,6 +103,7 @@ struct PowerOfTwo {
   static constexpr RequantScheme scheme = RequantScheme::power_of_two;
   using rounding = Rounding;
   using Constants = ShiftScale;
+  static constexpr int kMinShift = 0, kMaxShift = 62;  // shift_right's domain in int64
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a power-of-two right shift", "FixedPointDoubleRounding");
     return {detail::nearest_shift(m)};
@@ -115,6 +117,7 @@ struct PowerOfTwo {
 struct FixedPointDoubleRounding {
   static constexpr RequantScheme scheme = RequantScheme::fixed_point;
   using Constants = ref::QuantizedMultiplier;
+  static constexpr int kMinShift = -62, kMaxShift = 32;  // x * 2^32 and x / 2^62 in int64
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, std::ldexp(1.0, 30), "a fixed-point multiplier",
                              "a smaller multiplier");
@@ -131,6 +134,7 @@ struct FixedPointDoubleRounding {
 struct FixedPointSingleRounding {
   static constexpr RequantScheme scheme = RequantScheme::fixed_point_single;
   using Constants = ref::QuantizedMultiplier;
+  static constexpr int kMinShift = -32, kMaxShift = 30;  // 31 - shift in [1, 63]
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, std::ldexp(1.0, 30), "a single-rounding fixed-point multiplier",
                              "a smaller multiplier");
@@ -147,6 +151,7 @@ struct FixedPointSingleRounding {
 struct SingleShift {
   static constexpr RequantScheme scheme = RequantScheme::single_shift;
   using Constants = ShiftScale;
+  static constexpr int kMinShift = 0, kMaxShift = 63;  // int64 >> shift
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.0, "a single right shift (N2D2 SINGLE_SHIFT)",
                              "FixedPointDoubleRounding (N2D2 falls back to fixed-point here)");
@@ -164,6 +169,8 @@ struct DoubleShift {
     int shift1 = 0;  // acc << shift1
     int shift2 = 1;  // total right shift
   };
+  // acc * 2^shift1 + acc + 2^(shift2 - 1) stays inside int64.
+  static constexpr int kMaxShift1 = 31, kMinShift2 = 1, kMaxShift2 = 62;
   // The pair 2^-a + 2^-b (0 <= a < b <= 31) nearest to m in relative error.
   static Constants make(double m, const std::string& layer = {}) {
     detail::check_multiplier(m, layer, 1.5, "two right shifts (N2D2 DOUBLE_SHIFT)",
@@ -190,5 +197,49 @@ struct DoubleShift {
     return ref::saturate_to_int32(v);
   }
 };
+
+namespace detail {
+// Whether apply() is defined for constants c (shifts inside int64 arithmetic). make() only
+// builds such constants; hand-built or deserialized ones are checked by check_requant_constants.
+template <class Scheme>
+constexpr bool requant_constants_defined(const typename Scheme::Constants& c) {
+  if constexpr (Scheme::scheme == RequantScheme::float_multiplier) {
+    (void)c;
+    return true;  // non-finite multipliers saturate (apply's documented behaviour)
+  } else if constexpr (Scheme::scheme == RequantScheme::double_shift) {
+    return (c.shift1 >= 0) & (c.shift1 <= Scheme::kMaxShift1) & (c.shift2 >= Scheme::kMinShift2) &
+           (c.shift2 <= Scheme::kMaxShift2);
+  } else {
+    return (c.shift >= Scheme::kMinShift) & (c.shift <= Scheme::kMaxShift);
+  }
+}
+
+// Throws quantkit::Error naming the first constants outside requant_constants_defined, after
+// prefix() (the caller and layer, built only on failure): "constants[2].shift is 70; expected
+// a shift in [0, 62] (pow2)". One branch-free pass when all are good (this runs per call).
+template <class Scheme, class Constants, class Prefix>
+void check_requant_constants(const std::vector<Constants>& constants, const Prefix& prefix) {
+  static_assert(std::is_same_v<Constants, typename Scheme::Constants>, "constants of another scheme");
+  if constexpr (Scheme::scheme != RequantScheme::float_multiplier) {
+    bool good = true;
+    for (const Constants& c : constants) good &= requant_constants_defined<Scheme>(c);
+    if (good) return;
+    for (std::size_t i = 0; i < constants.size(); ++i) {
+      const Constants& c = constants[i];
+      if (requant_constants_defined<Scheme>(c)) continue;
+      if constexpr (Scheme::scheme == RequantScheme::double_shift)
+        fail(prefix(), "constants[", i, "] is {shift1 ", c.shift1, ", shift2 ", c.shift2, "}; expected shift1 in [0, ",
+             Scheme::kMaxShift1, "] and shift2 in [", Scheme::kMinShift2, ", ", Scheme::kMaxShift2, "] (",
+             to_string(Scheme::scheme), ")");
+      else
+        fail(prefix(), "constants[", i, "].shift is ", c.shift, "; expected a shift in [", Scheme::kMinShift, ", ",
+             Scheme::kMaxShift, "] (", to_string(Scheme::scheme), ")");
+    }
+  } else {
+    (void)constants;
+    (void)prefix;
+  }
+}
+}  // namespace detail
 
 }  // namespace quantkit

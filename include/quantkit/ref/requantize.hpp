@@ -66,6 +66,8 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
   if (p.clamp_min > p.clamp_max)
     quantkit::detail::fail("layer '", layer, "': clamp range [", p.clamp_min, ", ", p.clamp_max,
                  "] is empty; expected min <= max");
+  // Hand-built or loaded constants: shifts outside the scheme's int64 arithmetic are refused.
+  quantkit::detail::check_requant_constants<Scheme>(p.constants, [&] { return "layer '" + layer + "': "; });
   const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
   const Granularity g =
       per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();

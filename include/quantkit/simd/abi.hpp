@@ -138,9 +138,12 @@ inline std::size_t& stream_threshold_storage() {
 inline std::size_t stream_threshold_bytes() { return detail::stream_threshold_storage(); }
 
 // Whether an element-wise call over `plan` moving `bytes_per_element` (input + output) streams
-// its output.
+// its output. Not when the innermost output stride is not 1: such rows are written to a stack
+// buffer and scattered from it (RunRow), and streaming the buffer would send it to memory only
+// to read it back.
 inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
   const std::int64_t n = plan.size();
+  if (plan.rank > 0 && plan.out_stride[plan.rank - 1] != 1) return false;
   return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
 }
 

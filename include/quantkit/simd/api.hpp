@@ -666,31 +666,14 @@ struct requant_rounding<Scheme, std::void_t<typename Scheme::rounding>> {
   static constexpr RoundingMode value = kernel_rounding<typename Scheme::rounding>();
 };
 
-// The fixed-point schemes' shifts where their arithmetic is defined (the reference runs the
-// shifts the kernels do not cover, beyond +-31): double rounding x * 2^left in int64 and
-// x / 2^right with 2^right in int64, left <= 32, right <= 62; single rounding 31 - shift in
-// [1, 63]. Checked before any shift is negated (-INT_MIN is undefined): one branch-free pass,
-// the first bad shift named only on failure.
+// The constants' shifts where the schemes' arithmetic is defined (the reference runs the
+// shifts the kernels do not cover, e.g. fixed-point beyond +-31): checked before any shift is
+// negated (-INT_MIN is undefined); see quantkit::detail::check_requant_constants.
 template <class Scheme>
 void check_requant_shifts(const RequantParams<Scheme>& p, const std::string& layer) {
-  constexpr RequantScheme s = Scheme::scheme;
-  if constexpr (s == RequantScheme::fixed_point || s == RequantScheme::fixed_point_single) {
-    constexpr int kLo = s == RequantScheme::fixed_point ? -62 : -32;
-    constexpr int kHi = s == RequantScheme::fixed_point ? 32 : 30;
-    const typename Scheme::Constants* const pc = p.constants.data();
-    const std::size_t n = p.constants.size();
-    int bad = 0;
-    for (std::size_t c = 0; c < n; ++c) bad |= (pc[c].shift < kLo) | (pc[c].shift > kHi);
-    if (bad == 0) return;
-    for (std::size_t c = 0; c < n; ++c)
-      if (pc[c].shift < kLo || pc[c].shift > kHi)
-        quantkit::detail::fail("simd::requantize: ", layer.empty() ? std::string() : "layer '" + layer + "': ",
-                               "constants[", c, "].shift is ", pc[c].shift, "; expected a shift in [", kLo,
-                               ", ", kHi, "] (", quantkit::to_string(s), ")");
-  } else {
-    (void)p;
-    (void)layer;
-  }
+  quantkit::detail::check_requant_constants<Scheme>(p.constants, [&] {
+    return "simd::requantize: " + (layer.empty() ? std::string() : "layer '" + layer + "': ");
+  });
 }
 
 template <class Scheme>
