@@ -2,6 +2,8 @@
 //   - the same operation as a plain loop, autovectorized (-O3 -march=native) and built for
 //     baseline x86-64 (-O3 -march=x86-64): bench_kernels/plain_*.cpp;
 //   - memcpy of the same number of bytes moved (read + written), the memory roofline;
+//   - the op's own loads and stores with no arithmetic (bench_kernels/floor_native.cpp), the
+//     most any kernel of the op reaches at that size;
 //   - quantkit's scalar reference (correctness ground truth, shown for scale only).
 // ONNX Runtime and PyTorch are timed by tools/bench/*.{js,py} on the same sizes and merged by
 // tools/bench/render.py; tools/bench/run_all.sh runs everything.
@@ -10,6 +12,7 @@
 //   quantize/half_even/per_tensor/simd/65536       (x / s, ties to even; ".mul": x * (1/s))
 //   requantize/fixed_point/per_channel/plain_native/16777216
 //   memcpy/5B/-/memcpy/4096                        (memcpy moving 5 bytes per element)
+//   floor/quantize/-/floor_native/4096             (the op's loads and stores, no arithmetic)
 // Every row carries the counters size (elements) and bpe (bytes moved per element), and
 // items_per_second / bytes_per_second. CPU time is measured (the machine is shared: time spent
 // descheduled is not the kernel's); the peer scripts measure CPU time too.
@@ -40,6 +43,7 @@
 #include <vector>
 
 #include "bench_kernels/cases.hpp"
+#include "bench_kernels/floor.hpp"
 #include "bench_kernels/plain.hpp"
 #include "quantkit/params.hpp"
 #include "quantkit/policy/requantization.hpp"
@@ -502,6 +506,27 @@ void bm_memcpy(benchmark::State& st, std::size_t n, std::size_t bpe) {
   set_counters(st, n, bpe);
 }
 
+// The op's loads and stores with no arithmetic (bench_kernels/floor_native.cpp): the most any
+// kernel of that op can reach at that size. Same buffers and bytes counted as the op's cases.
+void bm_floor(benchmark::State& st, Op op, std::size_t n) {
+  Arena& a = bench_arena();
+  const FloorTable& f = floor_native();
+  std::size_t bpe = 5;
+  for (auto _ : st) {
+    switch (op) {
+      case Op::quantize: f.narrow_32_to_8(a.x.get(), a.q_out.get(), n); break;
+      case Op::requantize: f.narrow_32_to_8(a.acc.get(), a.q_out.get(), n); break;
+      case Op::dequantize: f.widen_8_to_32(a.q_in.get(), a.y.get(), n); break;
+      case Op::fake_quantize: f.copy_32(a.x.get(), a.y.get(), n); break;
+    }
+    benchmark::DoNotOptimize(a.y.get());
+    benchmark::DoNotOptimize(a.q_out.get());
+    benchmark::ClobberMemory();
+  }
+  if (op == Op::fake_quantize) bpe = 8;
+  set_counters(st, n, bpe);
+}
+
 std::vector<std::size_t> parse_sizes(const char* s) {
   std::vector<std::size_t> v;
   std::stringstream ss(s);
@@ -606,6 +631,12 @@ int main(int argc, char** argv) {
     if (!registered.insert(name).second) return;
     benchmark::RegisterBenchmark(name.c_str(), bm_memcpy, n, bpe);
   };
+  auto add_floor = [&](Op op, std::size_t n) {
+    const std::string name = std::string("floor/") + to_string(op) + "/-/" + floor_native().name + "/" +
+                             std::to_string(n);
+    if (!registered.insert(name).second) return;
+    benchmark::RegisterBenchmark(name.c_str(), bm_floor, op, n);
+  };
   const Op ops[] = {Op::quantize, Op::dequantize, Op::fake_quantize, Op::requantize};
   const Gran grans[] = {Gran::per_tensor, Gran::per_channel, Gran::per_group};
 
@@ -614,7 +645,10 @@ int main(int argc, char** argv) {
     for (const Case& v : variants_of(op, false))
       for (Gran g : grans)
         for (std::size_t n : sizes) {
-          if (g == Gran::per_tensor) add_memcpy(n, op == Op::fake_quantize ? 8 : 5);
+          if (g == Gran::per_tensor) {
+            add_memcpy(n, op == Op::fake_quantize ? 8 : 5);
+            add_floor(op, n);
+          }
           for (const Impl& impl : impls) {
             if (!impl.sweep) continue;
             if (impl.name == "ref" && g != Gran::per_tensor) continue;

@@ -69,6 +69,11 @@ def memcpy_ips(rows, op, n):
     return ips(rows, ("memcpy", f"{bpe}B", "-", "memcpy", n))
 
 
+def floor_ips(rows, op, n):
+    """The op's loads and stores with no arithmetic (bench_kernels floor/<op>/-/floor_native/<n>)."""
+    return ips(rows, ("floor", op, "-", "floor_native", n))
+
+
 def fmt_rate(v):
     if v is None:
         return "—"
@@ -106,8 +111,9 @@ def sweep_table(rows, op, sizes):
     v, tv, ov = DEFAULT[op], TORCH_VARIANT.get(op), ORT_VARIANT[op]
     out = [f"#### {op} (per tensor, int8; `{v}`)", "",
            "| elements | quantkit Gelem/s | vs plain -O3 -march=native | vs plain x86-64 | "
-           "of memcpy (same bytes) | vs ORT op | vs ORT run | vs PyTorch | vs scalar ref | static dispatch |",
-           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "of memcpy (same bytes) | of floor | plain of floor | vs ORT op | vs ORT run | vs PyTorch | "
+           "vs scalar ref | static dispatch |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sizes:
         k = ips(rows, (op, v, "per_tensor", KERNEL, n))
         ko = ips(rows, (op, ov, "per_tensor", KERNEL, n))
@@ -117,6 +123,8 @@ def sweep_table(rows, op, sizes):
             fmt_ratio(k, ips(rows, (op, v, "per_tensor", "plain_native", n))),
             fmt_ratio(k, ips(rows, (op, v, "per_tensor", "plain_x86-64", n))),
             fmt_ratio(k, memcpy_ips(rows, op, n), pct=True),
+            fmt_ratio(k, floor_ips(rows, op, n), pct=True),
+            fmt_ratio(ips(rows, (op, v, "per_tensor", "plain_native", n)), floor_ips(rows, op, n), pct=True),
             fmt_ratio(ko, ips(rows, (op, ov, "per_tensor", "ort_op", n))),
             fmt_ratio(ko, ips(rows, (op, ov, "per_tensor", "ort", n))),
             fmt_ratio(kt, ips(rows, (op, tv, "per_tensor", "torch", n))) if tv else "n/a",
@@ -234,6 +242,18 @@ def check(rows, sizes):
                            for n in sizes]), BARS["per_channel"], "pct"))
     for op in OPS:
         v = DEFAULT[op]
+        # What the plain-loop bar can be at all: no kernel moves the op's bytes faster than its
+        # floor, so floor / plain is the largest possible gain over the plain loop.
+        res.append((f"{op} per-tensor in cache: most any kernel can gain over plain -O3 -march=native "
+                    f"(floor / plain, worst of {', '.join(map(size_label, cache))}; shown, no bar)",
+                    worst([(floor_ips(rows, op, n), ips(rows, (op, v, "per_tensor", "plain_native", n)))
+                           for n in cache]), None, "x"))
+        res.append((f"{op} per-tensor in cache: quantkit of its floor (worst of {', '.join(map(size_label, cache))}; "
+                    "shown, no bar)",
+                    worst([(ips(rows, (op, v, "per_tensor", KERNEL, n)), floor_ips(rows, op, n)) for n in cache]),
+                    None, "pct"))
+    for op in OPS:
+        v = DEFAULT[op]
         res.append((f"{op} per-tensor: vs plain loop for baseline x86-64 (worst in cache; shown, no bar)",
                     worst([(ips(rows, (op, v, "per_tensor", KERNEL, n)), ips(rows, (op, v, "per_tensor", "plain_x86-64", n)))
                            for n in cache]), None, "x"))
@@ -267,7 +287,10 @@ def markdown(rows, contexts, out_dir):
              "target; `simd_static` compiled for `-march=native` without dispatch; `plain_native` / "
              "`plain_x86-64` the same operation as a plain loop built with `-O3 -march=native` / "
              "`-O3 -march=x86-64` (both `-fno-trapping-math`); `ref` quantkit's scalar reference; `memcpy` "
-             "a memcpy moving as many bytes (read + written) as the operation; `ort_op` one ONNX Runtime "
+             "a memcpy moving as many bytes (read + written) as the operation; `floor` the operation's own "
+             "loads and stores in 512-bit vectors with no arithmetic (`bench/bench_kernels/floor_native.cpp`): "
+             "no kernel of the operation moves its bytes faster, so floor / plain loop bounds what any "
+             "kernel can gain over the plain loop; `ort_op` one ONNX Runtime "
              "op inside a graph, `ort` one `session.run` of a 1-op model from Node (binding, allocation "
              "and copy included); `torch` one PyTorch call from Python. All outputs are int8 "
              "(requantize: int32 accumulators in).", "",
