@@ -472,3 +472,58 @@ TEST_CASE_TEMPLATE("simd: View dequantize of narrow types with zero points far o
     }
   }
 }
+
+// The View API sends non-finite float multipliers to the reference; a call of the kernel table
+// itself (as simd::requantize builds it) takes FloatRows' out-of-line path for those rows.
+TEST_CASE("simd: the kernel table's per-channel float requantize equals the reference for non-finite multipliers") {
+  constexpr std::int64_t kC = 6, kK = 203;  // rows of several blocks and a tail on every target
+  const qk::Dims shape{kC, kK};
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(kC * kK));
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<std::int32_t> wide(-300000, 300000);
+  for (std::int32_t& v : acc) v = wide(rng);
+  acc[3] = 0;  // 0 * inf is NaN
+  acc[static_cast<std::size_t>(kK + 5)] = 0;
+  acc[static_cast<std::size_t>(3 * kK + 7)] = 0;
+  acc[static_cast<std::size_t>(2 * kK)] = kI32Max;
+  acc[static_cast<std::size_t>(2 * kK + 1)] = kI32Min;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  qk::RequantParams<qk::FloatMultiplier<qk::RoundHalfEven>> p;
+  // row 5: zeros times inf give NaN (x86's default NaN has the sign bit set)
+  for (std::int64_t j = 0; j < kK; j += 3) acc[static_cast<std::size_t>(5 * kK + j)] = 0;
+  p.constants = {{0.01f}, {kInf}, {nan}, {-kInf}, {0.003f}, {kInf}};
+  p.bias = {5, -3, 0, 7, 1, 0};
+  p.output_zero_point = 2;
+  p.channel_axis = 0;
+  std::vector<std::int8_t> want(acc.size()), got(acc.size());
+  qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(want.data(), shape));
+  std::vector<float> kf;
+  for (const auto& c : p.constants) kf.push_back(c.multiplier);
+  qks::RequantizeArgs a;
+  qks::detail::make_plan(shape, qk::Dims{kK, 1}, qk::Dims{kK, 1},
+                         qk::ParamLayout(shape, qk::Granularity::per_channel(0)), a.plan);
+  a.acc = acc.data();
+  a.out = got.data();
+  a.out_type = qks::ElemType::i8;
+  a.scheme = qk::RequantScheme::float_multiplier;
+  a.rounding = qk::RoundingMode::half_even;
+  a.kf = kf.data();
+  a.bias = p.bias.data();
+  a.zero_point = p.output_zero_point;
+  a.lo = p.clamp_min;
+  a.hi = p.clamp_max;
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    const std::string target = k->name;
+    CAPTURE(target);
+    std::fill(got.begin(), got.end(), std::int8_t{42});
+    k->requantize(a);
+    const long at = simd_test::first_difference(got, want);
+    CHECK_MESSAGE(at < 0, "element " << at << " (row " << at / kK << "): got " << (at < 0 ? 0 : int(got[static_cast<std::size_t>(at)]))
+                                     << ", want " << (at < 0 ? 0 : int(want[static_cast<std::size_t>(at)])) << ", acc "
+                                     << (at < 0 ? 0 : acc[static_cast<std::size_t>(at)]));
+  }
+  // the rows with a non-finite multiplier saturate as the reference's apply() documents
+  CHECK(want[static_cast<std::size_t>(kK + 1)] == (acc[static_cast<std::size_t>(kK + 1)] - 3 >= 0 ? 127 : -128));
+  CHECK(want[static_cast<std::size_t>(2 * kK + 9)] == 127);  // NaN multiplier: INT32_MAX
+  CHECK(want[static_cast<std::size_t>(5 * kK + 3)] == 127);  // 0 * inf: NaN, INT32_MAX
+}

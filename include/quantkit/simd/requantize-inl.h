@@ -137,9 +137,15 @@ struct RqFloat {
     const hn::RebindToFloat<DI> df;
     const VF r = Round::Do(df, hn::Mul(hn::ConvertTo(df, x), m), hn::Zero(df));
     const VF big = hn::Set(df, 2147483648.0f);
-    V out = hn::ConvertTo(di, r);
-    out = hn::IfThenElse(hn::RebindMask(di, hn::Ge(r, big)), hn::Set(di, kI32Max), out);
-    out = hn::IfThenElse(hn::RebindMask(di, hn::Lt(r, hn::Neg(big))), hn::Set(di, kI32Min), out);
+    // As FloatMultiplier::apply: r >= 2^31 and NaN of either sign (a non-finite multiplier, or
+    // 0 * inf) give INT32_MAX, r < -2^31 INT32_MIN. Only in-range lanes are converted: x86
+    // converts NaN by its sign bit, and the SCALAR target's conversion of NaN is undefined.
+    const auto below = hn::Lt(r, hn::Neg(big));
+    const auto high = hn::Not(hn::Lt(r, big));  // r >= 2^31 or NaN
+    const auto in_range = hn::AndNot(below, hn::Lt(r, big));
+    V out = hn::ConvertTo(di, hn::IfThenElseZero(in_range, r));
+    out = hn::IfThenElse(hn::RebindMask(di, below), hn::Set(di, kI32Min), out);
+    out = hn::IfThenElse(hn::RebindMask(di, high), hn::Set(di, kI32Max), out);
     return out;
   }
 };
