@@ -296,3 +296,148 @@ TEST_CASE("NaN/Inf in large batches (vector kernels): the index, and skipping, p
     }
   });
 }
+
+// Ranges near the float limits. PyTorch's histogram search cubes bin offsets in float32, so
+// past a width of ~7e12 (or below ~1e-16) its norms overflow (underflow) and the search narrows
+// to one bin; histc's (v - lo) * bins overflows past ~1.7e35 and sends values to the last bin;
+// a range wider than the largest float has no bins and no scale under the float conventions.
+TEST_CASE("ranges near the float limits: exact scaling of the histogram search, clear errors past a float's width") {
+  std::vector<float> d(600);
+  for (std::size_t i = 0; i < d.size(); ++i)
+    d[i] = std::sin(static_cast<float>(i) * 0.37f) * (1.0f + static_cast<float>(i % 11) * 0.3f);
+  d[5] = 9.0f;
+  d[17] = -7.0f;
+  const auto t = target({-128, 127}, qk::SymmetryKind::affine, qk::ConventionKind::pytorch);
+  auto observe = [](qk::HistogramObserver& o, const std::vector<float>& v) {
+    o.observe(qk::with_shape(v, {static_cast<std::int64_t>(v.size())}));
+  };
+
+  SUBCASE("the histogram observer's result scales with the data by powers of two, exactly") {
+    for (bool plain : {false, true}) {
+      qk::detail::kernels::plain_reductions_only() = plain;
+      qk::HistogramObserver base;
+      observe(base, d);
+      const qk::Range rb = base.ranges(t).at(0);
+      CHECK(rb.max - rb.min > 10.0f);  // the search keeps most of the range
+      for (int p : {-100, -60, -40, 40, 60, 100}) {
+        INFO("2^", p, plain ? " plain" : " simd");
+        std::vector<float> s(d);
+        for (float& v : s) v = std::ldexp(v, p);
+        qk::HistogramObserver o;
+        observe(o, s);
+        CHECK(o.state().at(0).histogram == base.state().at(0).histogram);
+        const qk::Range r = o.ranges(t).at(0);
+        CHECK(r.min == std::ldexp(rb.min, p));  // PyTorch's arithmetic gives [-7, -6.99] past 2^43
+        CHECK(r.max == std::ldexp(rb.max, p));
+      }
+      // Past (max - min) * bins > FLT_MAX histc bins in double: within a bin of the scaled result.
+      std::vector<float> s(d);
+      for (float& v : s) v = std::ldexp(v, 120);
+      qk::HistogramObserver o;
+      observe(o, s);
+      const auto& h = o.state().at(0).histogram;
+      double total = 0.0;
+      for (float c : h) total += c;
+      CHECK(total == 600.0);
+      const qk::Range r = o.ranges(t).at(0);
+      const double bin = std::ldexp(static_cast<double>(rb.max) - rb.min, 120) / 2048.0 * 2.0;
+      CHECK(std::fabs(r.min - std::ldexp(static_cast<double>(rb.min), 120)) <= bin);
+      CHECK(std::fabs(r.max - std::ldexp(static_cast<double>(rb.max), 120)) <= bin);
+    }
+    qk::detail::kernels::plain_reductions_only() = false;
+  }
+
+  SUBCASE("histc over a range too wide for float's (v - lo) * bins: middle values stay in the middle") {
+    std::vector<float> v(100, 0.0f);
+    v[0] = -1e36f;
+    v[1] = 1e36f;
+    qk::HistogramObserver o;
+    observe(o, v);
+    const auto& h = o.state().at(0).histogram;
+    CHECK(h.front() == 1.0f);
+    CHECK(h.back() == 1.0f);  // torch.histc's float formula puts all 99 non-minimum values here
+    CHECK(h[1024] == 98.0f);
+  }
+
+  SUBCASE("a tiny first range, then a wide one: every count kept, no int64 overflow") {
+    std::vector<float> tiny(100);
+    for (std::size_t i = 0; i < tiny.size(); ++i) tiny[i] = 1e-20f * static_cast<float>(i) / 99.0f;
+    qk::HistogramObserver o;
+    observe(o, tiny);
+    observe(o, d);  // PyTorch would upsample the old histogram by ~2^70
+    double total = 0.0;
+    for (float c : o.state().at(0).histogram) total += c;
+    CHECK(total == 700.0);
+    CHECK(o.state().at(0).min == -7.0f);
+    CHECK(o.state().at(0).max >= 9.0f);
+    const qk::Range r = o.ranges(t).at(0);
+    CHECK(r.max - r.min > 10.0f);
+    qk::HistogramObserver m;  // the same through merge
+    observe(m, tiny);
+    qk::HistogramObserver other;
+    observe(other, d);
+    m.merge(other);
+    total = 0.0;
+    for (float c : m.state().at(0).histogram) total += c;
+    CHECK(total == doctest::Approx(700.0));
+    for_each_kind_once([&](auto proto) {  // the grid histograms fold by ~2^200 here
+      using Obs = decltype(proto);
+      INFO(kind<Obs>());
+      auto g = make<Obs>("grow");
+      g.observe(qk::with_shape(tiny, {100}));
+      g.observe(qk::with_shape(d, {600}));
+      const qk::Range gr = g.ranges(t).at(0);
+      CHECK(gr.min >= -7.0f);
+      CHECK(gr.max <= 9.0f);
+      CHECK(gr.max - gr.min > 0.1f);  // (the moving average moves 1 % of the way)
+    });
+  }
+
+  SUBCASE("wider than the largest float: the histogram refuses it, qparams name the convention") {
+    std::vector<float> v(d);
+    v[3] = -3e38f;
+    v[4] = 3e38f;
+    for_each_kind([&](auto proto) {
+      using Obs = decltype(proto);
+      INFO(kind<Obs>(), std::string(qk::detail::kernels::plain_reductions_only() ? " plain" : " simd"));
+      auto o = make<Obs>("huge");
+      if (std::string(Obs::kind_name) == "histogram") {
+        CHECK_THROWS_WITH_AS(o.observe(qk::with_shape(v, {600})),
+                             doctest::Contains("tensor 'huge': histogram range would be [-3e+38, 3e+38], wider than the largest float32"),
+                             qk::Error);
+        CHECK(o.empty());
+        return;
+      }
+      o.observe(qk::with_shape(v, {600}));
+      const qk::Range r = o.ranges(t).at(0);
+      if (std::isfinite(r.max - r.min)) {  // a clipping method (MSE ranks unusable candidates last)
+        CHECK(std::isfinite(qk::compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention, "huge").scale));
+        return;
+      }
+      for (auto conv : {qk::ConventionKind::pytorch, qk::ConventionKind::onnxruntime, qk::ConventionKind::onnx}) {
+        const std::string want = "] gives scale inf under the " + std::string(qk::to_string(conv)) + " convention";
+        CHECK_THROWS_WITH_AS(qk::compute_qparams(r.min, r.max, t.range, t.symmetry, conv, "huge", 2),
+                             doctest::Contains("tensor 'huge' channel 2: range [-"), qk::Error);
+        CHECK_THROWS_WITH_AS(qk::compute_qparams(r.min, r.max, t.range, t.symmetry, conv, "huge", 2),
+                             doctest::Contains(want.c_str()), qk::Error);
+      }
+      // tflite computes in double: (max - min) / 255 is a float
+      CHECK(qk::compute_qparams(r.min, r.max, t.range, t.symmetry, qk::ConventionKind::tflite, "huge").scale ==
+            doctest::Approx((static_cast<double>(r.max) - r.min) / 255.0).epsilon(1e-6));
+    });
+    // Merging two halves whose union is too wide; restoring such a state.
+    std::vector<float> lo(d), hi(d);
+    lo[0] = -3e38f;
+    hi[0] = 3e38f;
+    auto a = make<qk::HistogramObserver>("halves", qk::Granularity::per_channel(0));
+    auto b = make<qk::HistogramObserver>("halves", qk::Granularity::per_channel(0));
+    a.observe(qk::with_shape(lo, {2, 300}));
+    b.observe(qk::with_shape(hi, {2, 300}));
+    CHECK_THROWS_WITH_AS(a.merge(b), doctest::Contains("tensor 'halves' channel/block 0: histogram range would be [-3e+38, 3e+38]"),
+                         qk::Error);
+    auto state = a.state();
+    state[1].min = -3e38f;
+    state[1].max = 3e38f;
+    CHECK_THROWS_WITH_AS(a.restore(state), doctest::Contains("a finite float32 width"), qk::Error);
+  }
+}

@@ -168,7 +168,9 @@ class GridHistogram {
   }
 
  private:
+  // floor(x / 2^s) for |x| < 2^62; s can exceed 63 (a tiny first range, then a huge one).
   static std::int64_t floor_shift(std::int64_t x, int s) {
+    if (s >= 62) return x >= 0 ? 0 : -1;
     return s == 0 ? x : (x >= 0 ? (x >> s) : -((-x + (std::int64_t{1} << s) - 1) >> s));
   }
 

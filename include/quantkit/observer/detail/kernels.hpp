@@ -176,10 +176,24 @@ void grid_histogram(const T* p, std::int64_t n, std::int64_t stride, float inv_w
     ++counts[grid_index(static_cast<float>(p[i * stride]), inv_width) - base];
 }
 
+// Where (hi - lo) * nbins exceeds the float range, torch.histc's (v - lo) * nbins overflows and
+// every value past that point lands in the last bin. Such ranges (over ~1.7e35 wide for 2048
+// bins) are binned in double instead: PyTorch has no answer there to match.
+inline bool histc_wide(float lo, float hi, std::int64_t nbins) {
+  return (static_cast<double>(hi) - static_cast<double>(lo)) * static_cast<double>(nbins) >
+         static_cast<double>(std::numeric_limits<float>::max());
+}
+inline std::int64_t histc_bin_wide(double v, double lo, double hi, std::int64_t nbins) {
+  if (!(v >= lo && v <= hi)) return -1;
+  auto pos = static_cast<std::int64_t>((v - lo) / (hi - lo) * static_cast<double>(nbins));
+  return std::min(pos, nbins - 1);
+}
+
 // torch.histc's bin for v (ATen's LINEAR_INTERPOLATION path, float arithmetic):
 // pos = int64((v - lo) * nbins / (hi - lo)), the right edge belonging to the last bin;
 // -1 for values outside [lo, hi] (and NaN), which histc skips.
 inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
+  if (histc_wide(lo, hi, nbins)) return histc_bin_wide(v, lo, hi, nbins);
   if (!(v >= lo && v <= hi)) return -1;
   const float t = (v - lo) * static_cast<float>(nbins) / (hi - lo);
   auto pos = static_cast<std::int64_t>(t);
@@ -192,6 +206,13 @@ inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
 template <class T, class Count>
 void histc(const T* p, std::int64_t n, std::int64_t stride, float lo, float hi, int nbins,
            Count* counts) {
+  if (histc_wide(lo, hi, nbins)) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t b = histc_bin_wide(static_cast<float>(p[i * stride]), lo, hi, nbins);
+      if (b >= 0) ++counts[b];
+    }
+    return;
+  }
   if constexpr (std::is_same_v<T, float> && std::is_same_v<Count, std::uint64_t>) {
     if (stride == 1 && n >= 64 && simd_reductions()) {
       simd::histogram(p, static_cast<std::size_t>(n), lo, hi, static_cast<std::size_t>(nbins), counts);

@@ -170,6 +170,9 @@ struct QuantGrid {
   std::int32_t zero_point = 0;
   IntRange range{};  // effective (restricted where the symmetry asks)
   RoundingMode rounding = RoundingMode::half_even;
+  // false where the convention's arithmetic gives no finite positive scale (a range wider than
+  // the largest float): searches rank such a candidate last instead of failing on it.
+  bool usable = true;
 
   double value(std::int64_t k) const { return static_cast<double>(k - zero_point) * scale; }
   // Upper boundary of code k's cell (deterministic modes).
@@ -183,8 +186,11 @@ struct QuantGrid {
 };
 
 inline QuantGrid quant_grid(const Range& r, const QuantTarget& t) {
-  const ScaleZeroPoint sz = compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention);
+  if (!(std::isfinite(r.min) && std::isfinite(r.max) && r.min <= r.max))
+    compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention);  // fails with its message
+  const ScaleZeroPoint sz = detail::qparams_unchecked(r.min, r.max, t.range, t.symmetry, t.convention);
   QuantGrid g;
+  g.usable = detail::usable_scale(sz.scale);
   g.scale = sz.scale;
   g.zero_point = sz.zero_point;
   g.range = effective_range(t.range, t.symmetry);
@@ -250,6 +256,12 @@ inline Moments quantization_moments(const Density& d, const QuantGrid& g) {
   using namespace detail_density;
   Moments m;
   m.total = d.total;
+  if (!g.usable) {  // the worst score in every metric
+    m.err = std::numeric_limits<double>::infinity();  // mse +inf, SQNR -inf
+    m.xx = m.qq = 1.0;
+    m.xq = -1.0;  // cosine -1
+    return m;
+  }
   const std::int64_t qmin = g.range.qmin, qmax = g.range.qmax;
   const double vmin = g.value(qmin), vmax = g.value(qmax);
   // code of x for the deterministic modes
