@@ -302,6 +302,7 @@ namespace {
 template <class Scheme>
 void check_requant_shift_edges(int lo, int hi) {
   using P = qk::RequantParams<Scheme>;
+  using C = typename Scheme::Constants;
   const std::vector<std::int32_t> acc = {kI32Min, -70000, -3, -1, 0, 1, 2, 3, 70000, 123456789, kI32Max, 5};
   const std::size_t n = acc.size();
   const qk::Dims shape{3, 4};
@@ -310,7 +311,7 @@ void check_requant_shift_edges(int lo, int hi) {
   for (int shift : {lo, lo + 1, -31, 0, 30, hi - 1, hi}) {
     CAPTURE(shift);
     P p;
-    p.constants = {typename Scheme::Constants{m, shift}};
+    p.constants = std::vector<C>{C{m, shift}};  // (not assign(init_list): GCC 12 -O3 warns -Wnonnull falsely)
     p.output_zero_point = 3;
     std::vector<std::int8_t> want(n), got(n);
     qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), p, qk::View<std::int8_t>(want.data(), shape));
@@ -322,7 +323,7 @@ void check_requant_shift_edges(int lo, int hi) {
       CHECK(got == want);
     }
     P pc = p;
-    pc.constants = {{m, 0}, {m, -5}, {m, shift}, {m, 2}};
+    pc.constants = std::vector<C>{C{m, 0}, C{m, -5}, C{m, shift}, C{m, 2}};
     pc.channel_axis = 1;
     qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), pc, qk::View<std::int8_t>(want.data(), shape));
     for (const qks::Kernels* k : qks::available_kernels()) {
@@ -339,7 +340,7 @@ void check_requant_shift_edges(int lo, int hi) {
   for (int shift : {lo - 1, hi + 1, std::numeric_limits<int>::min(), std::numeric_limits<int>::max()}) {
     CAPTURE(shift);
     P p;
-    p.constants = {typename Scheme::Constants{m, shift}};
+    p.constants = std::vector<C>{C{m, shift}};  // (not assign(init_list): GCC 12 -O3 warns -Wnonnull falsely)
     std::vector<std::int8_t> out(n, std::int8_t{42});
     CHECK(error_of([&] { qks::requantize(acc.data(), n, p, out.data()); }) ==
           "quantkit: simd::requantize: constants[0].shift is " + str(shift) + expected);
@@ -348,7 +349,7 @@ void check_requant_shift_edges(int lo, int hi) {
                             "conv7");
           }) == "quantkit: simd::requantize: layer 'conv7': constants[0].shift is " + str(shift) + expected);
     P pc = p;
-    pc.constants = {{m, 0}, {m, -5}, {m, shift}, {m, 2}};
+    pc.constants = std::vector<C>{C{m, 0}, C{m, -5}, C{m, shift}, C{m, 2}};
     pc.bias = {1, 2, 3, 4};
     CHECK(error_of([&] { qks::requantize(acc.data(), n, pc, out.data()); }) ==
           "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);

@@ -765,6 +765,22 @@ inline ScaleZeroPoint qparams_tflite(float lo, float hi, IntRange r, SymmetryKin
   return {static_cast<float>(scale), nudged};
 }
 
+inline bool usable_scale(float s) { return std::isfinite(s) && s > 0.0f; }
+
+// compute_qparams without its checks: for a finite lo <= hi and a valid integer range; the
+// scale may be unusable (usable_scale false) where the convention's arithmetic overflows.
+inline ScaleZeroPoint qparams_unchecked(float lo, float hi, IntRange r, SymmetryKind symmetry,
+                                        ConventionKind convention) {
+  const IntRange er = effective_range(r, symmetry);
+  switch (convention) {
+    case ConventionKind::pytorch: return qparams_pytorch(lo, hi, er, symmetry);
+    case ConventionKind::onnxruntime: return qparams_onnxruntime(lo, hi, er, symmetry);
+    case ConventionKind::onnx: return qparams_onnx(lo, hi, er, symmetry);
+    case ConventionKind::tflite: return qparams_tflite(lo, hi, er, symmetry);
+  }
+  return {};
+}
+
 }  // namespace detail
 
 // (scale, zero point) for one observed range [lo, hi] under a symmetry and a peer's
@@ -785,14 +801,18 @@ inline ScaleZeroPoint compute_qparams(float lo, float hi, IntRange r, SymmetryKi
   if (r.qmin >= r.qmax || r.qmin > 0 || r.qmax < 0)
     detail::fail(detail::describe_tensor(tensor_name), ": integer range [", r.qmin, ", ", r.qmax,
                  "]; expected qmin <= 0 <= qmax and qmin < qmax");
-  const IntRange er = effective_range(r, symmetry);
-  switch (convention) {
-    case ConventionKind::pytorch: return detail::qparams_pytorch(lo, hi, er, symmetry);
-    case ConventionKind::onnxruntime: return detail::qparams_onnxruntime(lo, hi, er, symmetry);
-    case ConventionKind::onnx: return detail::qparams_onnx(lo, hi, er, symmetry);
-    case ConventionKind::tflite: return detail::qparams_tflite(lo, hi, er, symmetry);
+  const ScaleZeroPoint sz = detail::qparams_unchecked(lo, hi, r, symmetry, convention);
+  // The peers' float32 arithmetic overflows for ranges wider than the largest float (and the
+  // ONNX formula gives 0 for subnormal widths): no usable scale, so no silent inf / 0.
+  if (!detail::usable_scale(sz.scale)) {
+    const std::string where = channel >= 0 ? " channel " + std::to_string(channel) : "";
+    detail::fail(detail::describe_tensor(tensor_name), where, ": range [", lo, ", ", hi, "] gives scale ",
+                 sz.scale, " under the ", to_string(convention),
+                 " convention (its float32 arithmetic overflows or underflows); expected a range "
+                 "of finite, nonzero float32 width (clip the data; the tflite convention computes in "
+                 "double)");
   }
-  return {};
+  return sz;
 }
 
 // QuantParams for one range per tensor/channel/block.
@@ -7502,10 +7522,24 @@ void grid_histogram(const T* p, std::int64_t n, std::int64_t stride, float inv_w
     ++counts[grid_index(static_cast<float>(p[i * stride]), inv_width) - base];
 }
 
+// Where (hi - lo) * nbins exceeds the float range, torch.histc's (v - lo) * nbins overflows and
+// every value past that point lands in the last bin. Such ranges (over ~1.7e35 wide for 2048
+// bins) are binned in double instead: PyTorch has no answer there to match.
+inline bool histc_wide(float lo, float hi, std::int64_t nbins) {
+  return (static_cast<double>(hi) - static_cast<double>(lo)) * static_cast<double>(nbins) >
+         static_cast<double>(std::numeric_limits<float>::max());
+}
+inline std::int64_t histc_bin_wide(double v, double lo, double hi, std::int64_t nbins) {
+  if (!(v >= lo && v <= hi)) return -1;
+  auto pos = static_cast<std::int64_t>((v - lo) / (hi - lo) * static_cast<double>(nbins));
+  return std::min(pos, nbins - 1);
+}
+
 // torch.histc's bin for v (ATen's LINEAR_INTERPOLATION path, float arithmetic):
 // pos = int64((v - lo) * nbins / (hi - lo)), the right edge belonging to the last bin;
 // -1 for values outside [lo, hi] (and NaN), which histc skips.
 inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
+  if (histc_wide(lo, hi, nbins)) return histc_bin_wide(v, lo, hi, nbins);
   if (!(v >= lo && v <= hi)) return -1;
   const float t = (v - lo) * static_cast<float>(nbins) / (hi - lo);
   auto pos = static_cast<std::int64_t>(t);
@@ -7518,6 +7552,13 @@ inline std::int64_t histc_bin(float v, float lo, float hi, std::int64_t nbins) {
 template <class T, class Count>
 void histc(const T* p, std::int64_t n, std::int64_t stride, float lo, float hi, int nbins,
            Count* counts) {
+  if (histc_wide(lo, hi, nbins)) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t b = histc_bin_wide(static_cast<float>(p[i * stride]), lo, hi, nbins);
+      if (b >= 0) ++counts[b];
+    }
+    return;
+  }
   if constexpr (std::is_same_v<T, float> && std::is_same_v<Count, std::uint64_t>) {
     if (stride == 1 && n >= 64 && simd_reductions()) {
       simd::histogram(p, static_cast<std::size_t>(n), lo, hi, static_cast<std::size_t>(nbins), counts);
@@ -7877,7 +7918,9 @@ class GridHistogram {
   }
 
  private:
+  // floor(x / 2^s) for |x| < 2^62; s can exceed 63 (a tiny first range, then a huge one).
   static std::int64_t floor_shift(std::int64_t x, int s) {
+    if (s >= 62) return x >= 0 ? 0 : -1;
     return s == 0 ? x : (x >= 0 ? (x >> s) : -((-x + (std::int64_t{1} << s) - 1) >> s));
   }
 
@@ -8114,9 +8157,9 @@ inline double quantization_error(const std::vector<float>& hist, float min_val, 
   return static_cast<double>(sum(norm));
 }
 
-// HistogramObserver._non_linear_param_search: the [new_min, new_max] it returns.
-inline Range l2_search(const std::vector<float>& hist, float min_val, float max_val,
-                       std::int64_t dst_nbins) {
+// HistogramObserver._non_linear_param_search in PyTorch's float32 arithmetic (l2_search below).
+inline Range l2_search_float32(const std::vector<float>& hist, float min_val, float max_val,
+                               std::int64_t dst_nbins) {
   const auto bins = static_cast<std::int64_t>(hist.size());
   const float bin_width = (max_val - min_val) / static_cast<float>(bins);
   const double total = static_cast<double>(sum(hist));
@@ -8164,12 +8207,35 @@ inline Range l2_search(const std::vector<float>& hist, float min_val, float max_
   return Range{new_min, new_max};
 }
 
-// _adjust_min_max: the grown range and how the old histogram maps into it.
+// HistogramObserver._non_linear_param_search: the [new_min, new_max] it returns. PyTorch cubes
+// offsets of up to the histogram's width in float32: past a width of ~7e12 they overflow (the
+// empty bins' norms become 0 * inf = NaN) and below ~1e-16 they underflow to 0; either way its
+// search then narrows the range to one bin (PyTorch 1.13 does so). Every step is homogeneous in
+// the width, so outside [2^-32, 2^32] the search runs on the range scaled by a power of two, which
+// is exact, and its result is scaled back: what PyTorch's arithmetic gives when nothing
+// overflows. Inside that band nothing is scaled (bit parity with PyTorch).
+inline Range l2_search(const std::vector<float>& hist, float min_val, float max_val,
+                       std::int64_t dst_nbins) {
+  const double width = static_cast<double>(max_val) - static_cast<double>(min_val);
+  if (width > 0.0 && (width > 0x1p32 || width < 0x1p-32)) {
+    const int e = std::ilogb(width);
+    const Range r = l2_search_float32(hist, std::ldexp(min_val, -e), std::ldexp(max_val, -e), dst_nbins);
+    return Range{std::ldexp(r.min, e), std::ldexp(r.max, e)};
+  }
+  return l2_search_float32(hist, min_val, max_val, dst_nbins);
+}
+
+// _adjust_min_max: the grown range and how the old histogram maps into it. PyTorch upsamples the
+// old histogram into bins * downsample_rate floats; past kMaxDownsampleRate (the old range under
+// ~2^-33 of the grown one: PyTorch would need 2^40 * bins floats, and int64 positions overflow)
+// `ok` is false and the caller spreads the old counts by overlap instead.
 struct Adjusted {
   float min = 0.0f, max = 0.0f;
   std::int64_t downsample_rate = 1;
   std::int64_t start_idx = 0;
+  bool ok = true;
 };
+inline constexpr double kMaxDownsampleRate = 0x1p40;
 inline Adjusted adjust_min_max(float min_val, float max_val, float combined_min, float combined_max,
                                std::int64_t bins, std::int64_t upsample_rate) {
   using detail::kernels::rounded;
@@ -8178,6 +8244,12 @@ inline Adjusted adjust_min_max(float min_val, float max_val, float combined_min,
   const float span = combined_max - combined_min;
   const float ratio = std::ceil(span / grid);
   Adjusted a;
+  if (!(static_cast<double>(ratio) <= kMaxDownsampleRate)) {  // also inf / NaN (grid 0)
+    a.ok = false;
+    a.min = combined_min;
+    a.max = combined_max;
+    return a;
+  }
   a.downsample_rate = static_cast<std::int64_t>(ratio);
   const float e = rounded(static_cast<float>(a.downsample_rate) * grid) - span;
   a.min = combined_min;
@@ -8277,7 +8349,8 @@ class HistogramObserver {
 
     // Where each slot bins this batch.
     std::vector<Plan> plans(n);
-    for (std::size_t i = 0; i < n; ++i) plans[i] = plan(i < slots_.size() ? slots_[i] : Slot{}, s.ranges[i]);
+    for (std::size_t i = 0; i < n; ++i)
+      plans[i] = plan(i < slots_.size() ? slots_[i] : Slot{}, s.ranges[i], i, n);
 
     // torch.histc of the batch, per slot (point masses counted separately).
     std::vector<std::uint64_t> counts(n * bins, 0u);
@@ -8315,9 +8388,10 @@ class HistogramObserver {
       return false;
     Slot& slot = slots_[0];
     if (slot.min == slot.max) return false;
-    const Plan guess = plan(slot, Range{slot.min, slot.max});
+    const Plan guess = plan(slot, Range{slot.min, slot.max}, 0, 1);
     if (guess.action != Action::add_same || !(guess.histc_lo < guess.histc_hi) ||
-        !std::isfinite(guess.histc_lo) || !std::isfinite(guess.histc_hi))
+        !std::isfinite(guess.histc_lo) || !std::isfinite(guess.histc_hi) ||
+        detail::kernels::histc_wide(guess.histc_lo, guess.histc_hi, options_.bins))
       return false;
     detail::expect_batch_layout(v, layout, config_, slots_.size());
     const auto bins = static_cast<std::size_t>(options_.bins);
@@ -8328,7 +8402,7 @@ class HistogramObserver {
     if (mm.nonfinite != 0 && config_.nonfinite == NonFiniteKind::reject)
       detail::fail_nonfinite(v, detail::batch_name(v, config_));
     const Range batch = mm.finite != 0 ? Range{mm.min, mm.max} : Range{};
-    const Plan p = plan(slot, batch);
+    const Plan p = plan(slot, batch, 0, 1);
     if (p.action == Action::skip) return true;
     if (!(p.histc_lo == guess.histc_lo && p.histc_hi == guess.histc_hi)) {
       std::fill(counts.begin(), counts.end(), std::uint64_t{0});
@@ -8365,6 +8439,10 @@ class HistogramObserver {
       return;
     }
     detail::expect_same_slots(config_, slots_.size(), other.slots_.size());
+    for (std::size_t i = 0; i < slots_.size(); ++i)  // all checked first: no half-merged state
+      if (slots_[i].observed() && other.slots_[i].observed())
+        expect_finite_width(std::min(slots_[i].min, other.slots_[i].min),
+                            std::max(slots_[i].max, other.slots_[i].max), i, slots_.size());
     for (std::size_t i = 0; i < slots_.size(); ++i) merge_slot(slots_[i], other.slots_[i]);
   }
 
@@ -8384,15 +8462,18 @@ class HistogramObserver {
   void restore(State s) {
     for (const auto& sl : s)
       if (sl.observed() && (sl.histogram.size() != static_cast<std::size_t>(options_.bins) ||
-                            !(sl.min <= sl.max)))
+                            !(sl.min <= sl.max) || !std::isfinite(sl.max - sl.min)))
         detail::fail(detail::describe_tensor(config_.name), ": histogram state with ",
                      sl.histogram.size(), " bins over [", sl.min, ", ", sl.max,
-                     "]; expected ", options_.bins, " bins over a range with min <= max");
+                     "]; expected ", options_.bins,
+                     " bins over a range with min <= max and a finite float32 width");
     slots_ = std::move(s);
   }
 
  private:
-  enum class Action { skip, init, add_same, combine, point_grow };
+  // point_grow: the old state is one point (default mode); spread: its range is too narrow
+  // for PyTorch's re-binning (Adjusted::ok false), its counts are spread by overlap.
+  enum class Action { skip, init, add_same, combine, point_grow, spread };
   struct Plan {
     Action action = Action::skip;
     float histc_lo = 0.0f, histc_hi = 0.0f;  // the bounds histc bins this batch with
@@ -8424,7 +8505,22 @@ class HistogramObserver {
     }
   }
 
-  Plan plan(const Slot& s, const Range& batch) const {
+  // A range whose width overflows float32 has no bins (nor a scale): refused, naming the slot.
+  void expect_finite_width(float lo, float hi, std::size_t slot, std::size_t slots) const {
+    if (std::isfinite(hi - lo)) return;
+    const std::string where = slots > 1 ? " channel/block " + std::to_string(slot) : std::string();
+    detail::fail(detail::describe_tensor(config_.name), where, ": histogram range would be [", lo,
+                 ", ", hi, "], wider than the largest float32 (", std::numeric_limits<float>::max(),
+                 "); expected values whose max - min fits a float (clip the data, or use the "
+                 "min-max observer)");
+  }
+
+  Plan plan(const Slot& s, const Range& batch, std::size_t slot, std::size_t slots) const {
+    Plan p = plan_unchecked(s, batch);
+    if (p.action != Action::skip) expect_finite_width(p.new_min, p.new_max, slot, slots);
+    return p;
+  }
+  Plan plan_unchecked(const Slot& s, const Range& batch) const {
     Plan p;
     if (batch.empty()) return p;  // nothing finite for this slot in this batch
     const bool point_state = s.observed() && s.min == s.max;
@@ -8445,8 +8541,20 @@ class HistogramObserver {
       p.histc_hi = cmax;
       return p;
     }
+    if (!std::isfinite(cmax - cmin)) {  // refused by plan(); adjust_min_max would overflow
+      p.action = Action::init;
+      p.new_min = cmin;
+      p.new_max = cmax;
+      return p;
+    }
     p.adjusted = torch_histogram::adjust_min_max(s.min, s.max, cmin, cmax, options_.bins,
                                                  options_.upsample_rate);
+    if (!p.adjusted.ok) {
+      p.action = Action::spread;
+      p.new_min = p.histc_lo = cmin;
+      p.new_max = p.histc_hi = cmax;
+      return p;
+    }
     p.new_min = p.adjusted.min;
     p.new_max = p.adjusted.max;
     p.action = (p.adjusted.min == s.min && p.adjusted.max == s.max) ? Action::add_same
@@ -8483,6 +8591,12 @@ class HistogramObserver {
         for (float c : s.histogram) old_total += static_cast<double>(c);
         h[static_cast<std::size_t>(torch_bin_of(s.min, p.new_min, p.new_max))] +=
             static_cast<float>(old_total);
+        break;
+      }
+      case Action::spread: {
+        std::vector<double> acc(bins, 0.0);
+        rebin_into(s, p.new_min, p.new_max, acc);
+        for (std::size_t k = 0; k < bins; ++k) h[k] += static_cast<float>(acc[k]);
         break;
       }
       case Action::skip: break;
@@ -8546,16 +8660,16 @@ class HistogramObserver {
       for (std::size_t k = 0; k < bins; ++k) a.histogram[k] += b.histogram[k];
       return;
     }
-    const float cmin = std::min(a.min, b.min), cmax = std::max(a.max, b.max);
+    const float cmin = std::min(a.min, b.min), cmax = std::max(a.max, b.max);  // checked by merge()
     std::vector<float> h(bins, 0.0f);
     float new_min = cmin, new_max = cmax;
-    if (a.min == a.max) {
+    const auto adj = torch_histogram::adjust_min_max(a.min, a.max, cmin, cmax, options_.bins,
+                                                     options_.upsample_rate);
+    if (a.min == a.max || !adj.ok) {
       std::vector<double> acc(bins, 0.0);
       rebin_into(a, cmin, cmax, acc);
       for (std::size_t k = 0; k < bins; ++k) h[k] = static_cast<float>(acc[k]);
     } else {
-      const auto adj = torch_histogram::adjust_min_max(a.min, a.max, cmin, cmax, options_.bins,
-                                                       options_.upsample_rate);
       new_min = adj.min;
       new_max = adj.max;
       if (adj.min == a.min && adj.max == a.max)
@@ -8935,6 +9049,9 @@ struct QuantGrid {
   std::int32_t zero_point = 0;
   IntRange range{};  // effective (restricted where the symmetry asks)
   RoundingMode rounding = RoundingMode::half_even;
+  // false where the convention's arithmetic gives no finite positive scale (a range wider than
+  // the largest float): searches rank such a candidate last instead of failing on it.
+  bool usable = true;
 
   double value(std::int64_t k) const { return static_cast<double>(k - zero_point) * scale; }
   // Upper boundary of code k's cell (deterministic modes).
@@ -8948,8 +9065,11 @@ struct QuantGrid {
 };
 
 inline QuantGrid quant_grid(const Range& r, const QuantTarget& t) {
-  const ScaleZeroPoint sz = compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention);
+  if (!(std::isfinite(r.min) && std::isfinite(r.max) && r.min <= r.max))
+    compute_qparams(r.min, r.max, t.range, t.symmetry, t.convention);  // fails with its message
+  const ScaleZeroPoint sz = detail::qparams_unchecked(r.min, r.max, t.range, t.symmetry, t.convention);
   QuantGrid g;
+  g.usable = detail::usable_scale(sz.scale);
   g.scale = sz.scale;
   g.zero_point = sz.zero_point;
   g.range = effective_range(t.range, t.symmetry);
@@ -9015,6 +9135,12 @@ inline Moments quantization_moments(const Density& d, const QuantGrid& g) {
   using namespace detail_density;
   Moments m;
   m.total = d.total;
+  if (!g.usable) {  // the worst score in every metric
+    m.err = std::numeric_limits<double>::infinity();  // mse +inf, SQNR -inf
+    m.xx = m.qq = 1.0;
+    m.xq = -1.0;  // cosine -1
+    return m;
+  }
   const std::int64_t qmin = g.range.qmin, qmax = g.range.qmax;
   const double vmin = g.value(qmin), vmax = g.value(qmax);
   // code of x for the deterministic modes

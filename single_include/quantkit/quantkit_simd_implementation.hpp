@@ -1744,6 +1744,22 @@ inline ScaleZeroPoint qparams_tflite(float lo, float hi, IntRange r, SymmetryKin
   return {static_cast<float>(scale), nudged};
 }
 
+inline bool usable_scale(float s) { return std::isfinite(s) && s > 0.0f; }
+
+// compute_qparams without its checks: for a finite lo <= hi and a valid integer range; the
+// scale may be unusable (usable_scale false) where the convention's arithmetic overflows.
+inline ScaleZeroPoint qparams_unchecked(float lo, float hi, IntRange r, SymmetryKind symmetry,
+                                        ConventionKind convention) {
+  const IntRange er = effective_range(r, symmetry);
+  switch (convention) {
+    case ConventionKind::pytorch: return qparams_pytorch(lo, hi, er, symmetry);
+    case ConventionKind::onnxruntime: return qparams_onnxruntime(lo, hi, er, symmetry);
+    case ConventionKind::onnx: return qparams_onnx(lo, hi, er, symmetry);
+    case ConventionKind::tflite: return qparams_tflite(lo, hi, er, symmetry);
+  }
+  return {};
+}
+
 }  // namespace detail
 
 // (scale, zero point) for one observed range [lo, hi] under a symmetry and a peer's
@@ -1764,14 +1780,18 @@ inline ScaleZeroPoint compute_qparams(float lo, float hi, IntRange r, SymmetryKi
   if (r.qmin >= r.qmax || r.qmin > 0 || r.qmax < 0)
     detail::fail(detail::describe_tensor(tensor_name), ": integer range [", r.qmin, ", ", r.qmax,
                  "]; expected qmin <= 0 <= qmax and qmin < qmax");
-  const IntRange er = effective_range(r, symmetry);
-  switch (convention) {
-    case ConventionKind::pytorch: return detail::qparams_pytorch(lo, hi, er, symmetry);
-    case ConventionKind::onnxruntime: return detail::qparams_onnxruntime(lo, hi, er, symmetry);
-    case ConventionKind::onnx: return detail::qparams_onnx(lo, hi, er, symmetry);
-    case ConventionKind::tflite: return detail::qparams_tflite(lo, hi, er, symmetry);
+  const ScaleZeroPoint sz = detail::qparams_unchecked(lo, hi, r, symmetry, convention);
+  // The peers' float32 arithmetic overflows for ranges wider than the largest float (and the
+  // ONNX formula gives 0 for subnormal widths): no usable scale, so no silent inf / 0.
+  if (!detail::usable_scale(sz.scale)) {
+    const std::string where = channel >= 0 ? " channel " + std::to_string(channel) : "";
+    detail::fail(detail::describe_tensor(tensor_name), where, ": range [", lo, ", ", hi, "] gives scale ",
+                 sz.scale, " under the ", to_string(convention),
+                 " convention (its float32 arithmetic overflows or underflows); expected a range "
+                 "of finite, nonzero float32 width (clip the data; the tflite convention computes in "
+                 "double)");
   }
-  return {};
+  return sz;
 }
 
 // QuantParams for one range per tensor/channel/block.
