@@ -8511,8 +8511,8 @@ class HistogramObserver {
     const std::string where = slots > 1 ? " channel/block " + std::to_string(slot) : std::string();
     detail::fail(detail::describe_tensor(config_.name), where, ": histogram range would be [", lo,
                  ", ", hi, "], wider than the largest float32 (", std::numeric_limits<float>::max(),
-                 "); expected values whose max - min fits a float (clip the data, or use the "
-                 "min-max observer)");
+                 "); expected values whose max - min fits a float (clip the data: no float32 "
+                 "scale covers such a range either)");
   }
 
   Plan plan(const Slot& s, const Range& batch, std::size_t slot, std::size_t slots) const {
