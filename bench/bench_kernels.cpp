@@ -63,6 +63,7 @@ const char* to_string(Op op) {
     case Op::dequantize: return "dequantize";
     case Op::fake_quantize: return "fake_quantize";
     case Op::requantize: return "requantize";
+    case Op::quantize_i16: return "quantize_i16";
   }
   return "?";
 }
@@ -99,6 +100,7 @@ const char* to_string(Requant s) {
 std::string Case::variant() const {
   switch (op) {
     case Op::quantize:
+    case Op::quantize_i16:
     case Op::fake_quantize: return std::string(to_string(round)) + (multiply ? ".mul" : "");
     case Op::dequantize: return "linear";
     case Op::requantize: return to_string(requant);
@@ -117,6 +119,7 @@ std::size_t Case::in_bytes() const {
   return op == Op::dequantize ? 1 : 4;  // float or int32 in, int8 in for dequantize
 }
 std::size_t Case::out_bytes() const {
+  if (op == Op::quantize_i16) return 2;
   return (op == Op::dequantize || op == Op::fake_quantize) ? 4 : 1;
 }
 
@@ -138,11 +141,17 @@ void set_shape(Case& c, std::size_t n) {
 
 CaseParams make_params(const Case& c) {
   CaseParams p;
+  const bool wide = c.op == Op::quantize_i16;
+  if (wide) {
+    p.qmin = -32768;
+    p.qmax = 32767;
+  }
   const std::size_t count = c.param_count();
   for (std::size_t i = 0; i < count; ++i) {
-    // Per tensor: [-1, 1] onto [-127, 127] + zero point 2; channels and groups vary.
+    // Per tensor: [-1, 1] onto [-127, 127] (int16: [-32767, 32767]) + zero point 2; channels
+    // and groups vary.
     const float spread = count == 1 ? 1.0f : 0.5f + static_cast<float>(i % 97) / 97.0f;
-    p.scale.push_back(spread / 127.0f);
+    p.scale.push_back(spread / (wide ? 32767.0f : 127.0f));
     p.zero_point.push_back(count == 1 ? 2 : static_cast<std::int32_t>(i % 5) - 2);
     p.multiplier.push_back(0.0061 * (count == 1 ? 1.0 : 1.0 + static_cast<double>(i % 64) / 64.0));
     if (count > 1) p.bias.push_back(static_cast<std::int32_t>((i * 37) % 200) - 100);
@@ -168,6 +177,7 @@ struct Arena {
   std::size_t capacity = 0;
   Buffer<float> x, y;
   Buffer<std::int8_t> q_in, q_out;
+  Buffer<std::int16_t> q16_out;
   Buffer<std::int32_t> acc;
 
   void init(std::size_t n, bool specials) {
@@ -176,6 +186,7 @@ struct Arena {
     y = allocate<float>(n);
     q_in = allocate<std::int8_t>(n);
     q_out = allocate<std::int8_t>(n);
+    q16_out = allocate<std::int16_t>(n);
     acc = allocate<std::int32_t>(n);
     std::mt19937 rng(20240611u);
     std::uniform_real_distribution<float> real(-1.1f, 1.1f);
@@ -188,6 +199,7 @@ struct Arena {
     }
     std::memset(y.get(), 0, n * sizeof(float));
     std::memset(q_out.get(), 0, n);
+    std::memset(q16_out.get(), 0, n * sizeof(std::int16_t));
     if (!specials) return;
     // Ties at several scales, non-finite values, saturating and extreme inputs.
     const float inf = std::numeric_limits<float>::infinity();
@@ -195,6 +207,7 @@ struct Arena {
                                 1e30f, -1e30f, 3e9f, -3e9f, 1.0f, -1.0f};
     for (std::size_t i = 0; i < n; ++i) {
       if (i % 7 == 0) x[i] = (static_cast<float>(static_cast<int>(i % 301) - 150) + 0.5f) / 127.0f;
+      if (i % 19 == 0) x[i] = (static_cast<float>(static_cast<int>(i % 60001) - 30000) + 0.5f) / 32767.0f;
       if (i % 13 == 0) x[i] = specials_x[(i / 13) % (sizeof(specials_x) / sizeof(float))];
       if (i % 11 == 0) acc[i] = static_cast<std::int32_t>((i % 257) * 64) - 8192 + 32;  // shift ties
       if (i % 17 == 0) acc[i] = (i / 17) % 2 ? std::numeric_limits<std::int32_t>::max()
@@ -214,8 +227,8 @@ std::map<std::string, CaseParams>& bench_params() {
 
 // Fills the buffers and parameters of a case over an arena.
 Case bind(Case c, Arena& a, std::map<std::string, CaseParams>& param_cache) {
-  const std::string key = std::string(to_string(c.gran)) + "/" + std::to_string(c.rows) + "x" +
-                          std::to_string(c.row_len);
+  const std::string key = std::string(c.op == Op::quantize_i16 ? "i16/" : "") + to_string(c.gran) + "/" +
+                          std::to_string(c.rows) + "x" + std::to_string(c.row_len);
   auto it = param_cache.find(key);
   if (it == param_cache.end()) it = param_cache.emplace(key, make_params(c)).first;
   c.params = &it->second;
@@ -223,6 +236,7 @@ Case bind(Case c, Arena& a, std::map<std::string, CaseParams>& param_cache) {
   c.y = a.y.get();
   c.q_in = a.q_in.get();
   c.q_out = a.q_out.get();
+  c.q16_out = a.q16_out.get();
   c.acc = a.acc.get();
   return c;
 }
@@ -282,6 +296,14 @@ Run ref_make(const Case& c) {
     case Op::quantize: {
       const qk::View<const float> in(c.x, dims_of(c));
       const qk::View<std::int8_t> out(c.q_out, dims_of(c));
+      const qk::QuantParams p = quant_params(c);
+      return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
+        return [in, out, p, rounding, app] { qk::ref::quantize(in, p, out, rounding, app); };
+      });
+    }
+    case Op::quantize_i16: {
+      const qk::View<const float> in(c.x, dims_of(c));
+      const qk::View<std::int16_t> out(c.q16_out, dims_of(c));
       const qk::QuantParams p = quant_params(c);
       return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
         return [in, out, p, rounding, app] { qk::ref::quantize(in, p, out, rounding, app); };
@@ -382,6 +404,8 @@ Impl plain_impl(const PlainTable& t) {
     switch (c.op) {
       case Op::quantize:
         return [&t, c, rows, len, q] { t.quantize(c.round, c.multiply, c.x, c.q_out, rows, len, q.data()); };
+      case Op::quantize_i16:
+        return [&t, c, rows, len, q] { t.quantize_i16(c.round, c.multiply, c.x, c.q16_out, rows, len, q.data()); };
       case Op::fake_quantize:
         return [&t, c, rows, len, q] { t.fake_quantize(c.round, c.multiply, c.x, c.y, rows, len, q.data()); };
       case Op::dequantize:
@@ -431,18 +455,22 @@ struct Checker {
     if (run && ref) {
       std::memset(arena.y.get(), 0x5a, c.n * sizeof(float));
       std::memset(arena.q_out.get(), 0x5a, c.n);
+      std::memset(arena.q16_out.get(), 0x5a, c.n * sizeof(std::int16_t));
       impl.enter();
       run();
       impl.leave();
       ref();
       const bool float_out = c.op == Op::dequantize || c.op == Op::fake_quantize;
+      const bool wide_out = c.op == Op::quantize_i16;
       for (std::size_t i = 0; i < c.n && result.empty(); ++i) {
         const bool same = float_out ? std::memcmp(&arena.y[i], &ref_arena.y[i], sizeof(float)) == 0
-                                    : arena.q_out[i] == ref_arena.q_out[i];
+                          : wide_out ? arena.q16_out[i] == ref_arena.q16_out[i]
+                                     : arena.q_out[i] == ref_arena.q_out[i];
         if (!same) {
           std::ostringstream os;
           os << "differs from quantkit::ref at element " << i << ": ";
           if (float_out) os << arena.y[i] << " vs " << ref_arena.y[i];
+          else if (wide_out) os << arena.q16_out[i] << " vs " << ref_arena.q16_out[i];
           else os << int(arena.q_out[i]) << " vs " << int(ref_arena.q_out[i]);
           if (c.op == Op::requantize) os << " (acc " << arena.acc[i] << ")";
           else if (c.op != Op::dequantize) os << " (x " << arena.x[i] << ")";
@@ -480,6 +508,7 @@ void bm_case(benchmark::State& st, const Impl* impl, Case c) {
   c = bind(c, bench_arena(), bench_params());
   Run run = impl->make(c);
   void* out = c.op == Op::quantize || c.op == Op::requantize ? static_cast<void*>(c.q_out)
+              : c.op == Op::quantize_i16                     ? static_cast<void*>(c.q16_out)
                                                               : static_cast<void*>(c.y);
   impl->enter();
   for (auto _ : st) {
@@ -518,12 +547,15 @@ void bm_floor(benchmark::State& st, Op op, std::size_t n) {
       case Op::requantize: f.narrow_32_to_8(a.acc.get(), a.q_out.get(), n); break;
       case Op::dequantize: f.widen_8_to_32(a.q_in.get(), a.y.get(), n); break;
       case Op::fake_quantize: f.copy_32(a.x.get(), a.y.get(), n); break;
+      case Op::quantize_i16: f.narrow_32_to_16(a.x.get(), a.q16_out.get(), n); break;
     }
     benchmark::DoNotOptimize(a.y.get());
     benchmark::DoNotOptimize(a.q_out.get());
+    benchmark::DoNotOptimize(a.q16_out.get());
     benchmark::ClobberMemory();
   }
   if (op == Op::fake_quantize) bpe = 8;
+  if (op == Op::quantize_i16) bpe = 6;
   set_counters(st, n, bpe);
 }
 
@@ -540,7 +572,7 @@ std::vector<Case> variants_of(Op op, bool all) {
   std::vector<Case> v;
   Case c;
   c.op = op;
-  if (op == Op::quantize || op == Op::fake_quantize) {
+  if (op == Op::quantize || op == Op::quantize_i16 || op == Op::fake_quantize) {
     for (int r = 0; r < static_cast<int>(Round::count); ++r)
       for (bool mul : {false, true}) {
         c.round = static_cast<Round>(r);
@@ -637,7 +669,7 @@ int main(int argc, char** argv) {
     if (!registered.insert(name).second) return;
     benchmark::RegisterBenchmark(name.c_str(), bm_floor, op, n);
   };
-  const Op ops[] = {Op::quantize, Op::dequantize, Op::fake_quantize, Op::requantize};
+  const Op ops[] = {Op::quantize, Op::dequantize, Op::fake_quantize, Op::requantize, Op::quantize_i16};
   const Gran grans[] = {Gran::per_tensor, Gran::per_channel, Gran::per_group};
 
   // The sweep: default variants, every granularity, every size; the reference per tensor only.
@@ -646,7 +678,7 @@ int main(int argc, char** argv) {
       for (Gran g : grans)
         for (std::size_t n : sizes) {
           if (g == Gran::per_tensor) {
-            add_memcpy(n, op == Op::fake_quantize ? 8 : 5);
+            add_memcpy(n, op == Op::fake_quantize ? 8 : op == Op::quantize_i16 ? 6 : 5);
             add_floor(op, n);
           }
           for (const Impl& impl : impls) {

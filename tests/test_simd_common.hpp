@@ -1369,6 +1369,12 @@ inline void check_quantize_everything(const qks::Kernels* k) {
     check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::multiply_by_reciprocal, 0.5f, -20, {-100, 50});
     check_quantize_per_tensor<std::uint8_t>(k, round, qk::ScaleApplicationKind::divide, 0.125f, 255, {0, 255});
     check_quantize_per_tensor<std::int8_t>(k, round, qk::ScaleApplicationKind::divide, 0.125f, -128, {-128, 127});
+    // 16-bit (A16): the narrow range, ranges inside the type with the zero point off-centre
+    // (the block path clamps both ends in float before adding z and packing pairs)
+    check_quantize_per_tensor<std::int16_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 0, {-32767, 32767});
+    check_quantize_per_tensor<std::int16_t>(k, round, qk::ScaleApplicationKind::multiply_by_reciprocal, 0.25f, -20, {-1000, 1000});
+    check_quantize_per_tensor<std::uint16_t>(k, round, qk::ScaleApplicationKind::divide, 0.125f, 30000, {100, 60000});
+    check_quantize_per_tensor<std::uint16_t>(k, round, qk::ScaleApplicationKind::divide, 0.5f, 65535, {0, 65535});
     check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, -5, {-1000000, 1000000});
     check_quantize_per_tensor<std::int32_t>(k, round, qk::ScaleApplicationKind::divide, 0.25f, 0, {-16777216, 16777216});
   });

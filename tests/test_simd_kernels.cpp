@@ -180,6 +180,27 @@ TEST_CASE("simd: calls past the stream threshold (non-temporal stores) equal the
       qks::dequantize(qin, p, qk::View<float>(dgot.data() + offset, x.shape()), &k);
       QK_CHECK_SAME(dgot, dwant, want);
     });
+    // 16-bit outputs (A16 activations): int16 and uint16 with a restricted range
+    qk::QuantParams p16 = p;
+    p16.range = simd_test::range_of<std::int16_t>();
+    std::vector<std::int16_t> want16(n + 1, 0), got16(n + 1);
+    qk::ref::quantize(x, p16, qk::View<std::int16_t>(want16.data() + offset, x.shape()), qk::RoundHalfAway{});
+    qk::QuantParams pu16 = p;
+    pu16.zero_point = {32768};
+    pu16.range = qk::IntRange{3, 65533};
+    std::vector<std::uint16_t> wantu16(n + 1, 0), gotu16(n + 1);
+    qk::ref::quantize(x, pu16, qk::View<std::uint16_t>(wantu16.data() + offset, x.shape()), qk::RoundHalfEven{},
+                      qk::ScaleApplicationKind::multiply_by_reciprocal);
+    for_each_target("stream: quantize to int16, uint16", [&](const qks::Kernels& k) {
+      std::fill(got16.begin(), got16.end(), std::int16_t{0});
+      qks::quantize(x, p16, qk::View<std::int16_t>(got16.data() + offset, x.shape()), qk::RoundHalfAway{},
+                    qk::ScaleApplicationKind::divide, &k);
+      QK_CHECK_SAME(got16, want16, data);
+      std::fill(gotu16.begin(), gotu16.end(), std::uint16_t{0});
+      qks::quantize(x, pu16, qk::View<std::uint16_t>(gotu16.data() + offset, x.shape()), qk::RoundHalfEven{},
+                    qk::ScaleApplicationKind::multiply_by_reciprocal, &k);
+      QK_CHECK_SAME(gotu16, wantu16, data);
+    });
   }
   // The same call into every other element of a buffer twice the size (staged rows).
   const qk::View<const float> xs(data.data(), qk::Dims{static_cast<std::int64_t>(n)});
@@ -361,7 +382,21 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
             qk::ref::quantize(xv, p, qk::View<std::uint8_t>(uwant.data(), xv.shape()), rounding);
             qks::quantize(x.data(), n, s, 128, qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
             QK_CHECK_SAME(ugot, uwant, x);
-            cases += 3;
+            // 16-bit outputs (their blocks clamp both ends in float)
+            p.zero_point = {-3};
+            p.range = simd_test::range_of<std::int16_t>();
+            std::vector<std::int16_t> wwant(n), wgot(n);
+            qk::ref::quantize(xv, p, qk::View<std::int16_t>(wwant.data(), xv.shape()), rounding);
+            qks::quantize(x.data(), n, s, -3, qks::QuantizeOptions{}.with_rounding(mode), wgot.data(), &k);
+            QK_CHECK_SAME(wgot, wwant, x);
+            p.zero_point = {30000};
+            p.range = qk::IntRange{7, 65000};
+            std::vector<std::uint16_t> vwant(n), vgot(n);
+            qk::ref::quantize(xv, p, qk::View<std::uint16_t>(vwant.data(), xv.shape()), rounding);
+            qks::quantize(x.data(), n, s, 30000, qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                          vgot.data(), &k);
+            QK_CHECK_SAME(vgot, vwant, x);
+            cases += 5;
           });
         }
       }

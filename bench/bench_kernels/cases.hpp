@@ -21,7 +21,8 @@ struct Kernels;
 
 namespace qk_bench {
 
-enum class Op { quantize, dequantize, fake_quantize, requantize };
+// quantize_i16: f32 -> int16 (A16 activations: range [-32768, 32767], zero point 2).
+enum class Op { quantize, dequantize, fake_quantize, requantize, quantize_i16 };
 // per_tensor: shape [n]; per_channel: [kChannels, n / kChannels], axis 0 (weights: one
 // channel per row); per_group: [n / kRowLen, kRowLen], blocks of kBlock along axis 1.
 enum class Gran { per_tensor, per_channel, per_group };
@@ -56,12 +57,13 @@ struct Case {
   // Shape as rows x row_len (per_group: the tensor's rows; blocks run inside a row).
   std::size_t rows = 1, row_len = 0;
   const CaseParams* params = nullptr;
-  // Buffers (the ones the op uses): float in/out, int8 in/out, int32 accumulators.
+  // Buffers (the ones the op uses): float in/out, int8 in/out, int16 out, int32 accumulators.
   const float* x = nullptr;
   const std::int8_t* q_in = nullptr;
   const std::int32_t* acc = nullptr;
   float* y = nullptr;
   std::int8_t* q_out = nullptr;
+  std::int16_t* q16_out = nullptr;
 
   std::string variant() const;  // "half_even", "half_even.mul", "fixed_point", "linear", ...
   std::size_t param_count() const;

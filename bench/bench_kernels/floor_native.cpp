@@ -43,6 +43,24 @@ void floor_32_to_8(const void* in, std::int8_t* out, std::size_t n) {
   for (; i < n; ++i) out[i] = static_cast<std::int8_t>(x[i]);
 }
 
+// f32 (as i32) -> i16: two vectors packed into one 64-byte store (saturating pack, a 64-bit lane
+// permute restores the order), as the int16 quantize kernels store.
+void floor_32_to_16(const float* in, std::int16_t* out, std::size_t n) {
+  const auto* x = reinterpret_cast<const std::int32_t*>(in);
+  std::size_t i = 0;
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+  const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+  for (; i + 64 <= n; i += 64) {
+    for (std::size_t k = 0; k < 64; k += 32) {
+      const __m512i a = _mm512_loadu_si512(x + i + k);
+      const __m512i b = _mm512_loadu_si512(x + i + k + 16);
+      _mm512_storeu_si512(out + i + k, _mm512_permutexvar_epi64(order, _mm512_packs_epi32(a, b)));
+    }
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<std::int16_t>(x[i]);
+}
+
 // i8 -> f32: each 16 bytes widened to 16 lanes (the load-and-extend dequantize starts with).
 void floor_8_to_32(const std::int8_t* q, float* out, std::size_t n) {
   auto* y = reinterpret_cast<std::int32_t*>(out);
@@ -78,7 +96,7 @@ void floor_32_to_32(const float* x, float* out, std::size_t n) {
 }  // namespace
 
 const FloorTable& floor_native() {
-  static const FloorTable t = {"floor_native", floor_32_to_8, floor_8_to_32, floor_32_to_32};
+  static const FloorTable t = {"floor_native", floor_32_to_8, floor_32_to_16, floor_8_to_32, floor_32_to_32};
   return t;
 }
 

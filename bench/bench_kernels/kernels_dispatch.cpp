@@ -58,6 +58,9 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
     switch (c.op) {
       case Op::quantize:
         return [c, n, s, z, o, kp] { qs::quantize(c.x, n, s, z, o, c.q_out, *kp); };
+      case Op::quantize_i16:
+        o.with_range(qk::IntRange{cp.qmin, cp.qmax});
+        return [c, n, s, z, o, kp] { qs::quantize(c.x, n, s, z, o, c.q16_out, *kp); };
       case Op::fake_quantize:
         o.with_range(qk::IntRange{cp.qmin, cp.qmax});
         return [c, n, s, z, o, kp] { qs::fake_quantize(c.x, n, s, z, o, c.y, *kp); };
@@ -78,6 +81,10 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
     switch (c.op) {
       case Op::quantize:
         return [c, rows, cols, s, z, o, kp] { qs::quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.q_out, *kp); };
+      case Op::quantize_i16:
+        return [c, rows, cols, s, z, o, kp] {
+          qs::quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.q16_out, *kp);
+        };
       case Op::fake_quantize:
         return [c, rows, cols, s, z, o, kp] {
           qs::fake_quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.y, *kp);
@@ -91,6 +98,14 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
     case Op::quantize: {
       const qk::View<const float> in(c.x, dims_of(c));
       const qk::View<std::int8_t> out(c.q_out, dims_of(c));
+      const qk::QuantParams p = quant_params(c);
+      return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
+        return [in, out, p, rounding, app, kp] { qs::quantize(in, p, out, rounding, app, *kp); };
+      });
+    }
+    case Op::quantize_i16: {
+      const qk::View<const float> in(c.x, dims_of(c));
+      const qk::View<std::int16_t> out(c.q16_out, dims_of(c));
       const qk::QuantParams p = quant_params(c);
       return qk::visit_rounding(mode_of(c.round), [&](auto rounding) -> Run {
         return [in, out, p, rounding, app, kp] { qs::quantize(in, p, out, rounding, app, *kp); };

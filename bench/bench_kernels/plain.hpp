@@ -40,6 +40,8 @@ struct PlainTable {
   const char* name;
   void (*quantize)(Round, bool multiply, const float* x, std::int8_t* q, std::size_t rows,
                    std::size_t row_len, const PlainQ* params);
+  void (*quantize_i16)(Round, bool multiply, const float* x, std::int16_t* q, std::size_t rows,
+                       std::size_t row_len, const PlainQ* params);
   void (*dequantize)(const std::int8_t* q, float* x, std::size_t rows, std::size_t row_len,
                      const PlainQ* params);
   void (*fake_quantize)(Round, bool multiply, const float* x, float* y, std::size_t rows,

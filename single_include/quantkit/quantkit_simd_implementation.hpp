@@ -2423,6 +2423,27 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
     return;
   }
+  if constexpr (sizeof(Out) == 2) {
+    // Pairs of vectors + z (in Out's range: exact) packed to one store each; the packs work
+    // per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a vpmovsdw
+    // per vector: two uops on the shuffle port on Intel.)
+    (void)di;
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    const auto pack = [&](__m512i a, __m512i b) HWY_ATTR {
+      a = _mm512_add_epi32(a, z.raw);
+      b = _mm512_add_epi32(b, z.raw);
+      return _mm512_permutexvar_epi64(order, kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b));
+    };
+    const __m512i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    if constexpr (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), lo);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p + 32), hi);
+    } else {
+      _mm512_storeu_si512(reinterpret_cast<void*>(p), lo);
+      _mm512_storeu_si512(reinterpret_cast<void*>(p + 32), hi);
+    }
+    return;
+  }
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
   if constexpr (kBytes) {
     (void)di;
@@ -2436,6 +2457,23 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
     else
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    return;
+  }
+  if constexpr (sizeof(Out) == 2) {  // as AVX-512's: pairs packed, 64-bit lanes reordered
+    (void)di;
+    const auto pack = [&](__m256i a, __m256i b) HWY_ATTR {
+      a = _mm256_add_epi32(a, z.raw);
+      b = _mm256_add_epi32(b, z.raw);
+      return _mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8);
+    };
+    const __m256i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    if constexpr (kStream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), lo);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), hi);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16), hi);
+    }
     return;
   }
 #elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
@@ -3217,11 +3255,12 @@ HWY_INLINE __m512 DivideMarkstein(__m512 x, __m512 s, __m512 r) {
   return _mm512_fixupimm_ps(q, q0, _mm512_set1_epi32(0x00540088), 0);
 }
 
-// QuantizeOffsetVec<Round, true, false> with DivideMarkstein: no NaN mask needed.
-template <class Round, class D, class V = hn::Vec<D>>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecMarkstein(D d, V x, V s, V r, V hi) {
+// QuantizeOffsetVec<Round, true, kLow> with DivideMarkstein: no NaN mask needed.
+template <class Round, bool kLow = false, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecMarkstein(D d, V x, V s, V r, V lo, V hi) {
   const hn::RebindToSigned<D> di;
-  const V t = hn::Min(V{DivideMarkstein(x.raw, s.raw, r.raw)}, hi);
+  const V q = V{DivideMarkstein(x.raw, s.raw, r.raw)};
+  const V t = kLow ? hn::Min(hn::Max(q, lo), hi) : hn::Min(q, hi);
   if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
     (void)d;
     return hn::Vec<decltype(di)>{_mm512_cvt_roundps_epi32(t.raw, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)};
@@ -3239,14 +3278,15 @@ HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
 #endif
 
 // A vector of a block past the divider: with DivideMarkstein when kMarkstein (AVX-512), else as the others
-// (the int8 block's QuantizeOffsetVec<Round, kDivide, false>, FakeQuantizeVec).
-template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
+// (the int8 block's QuantizeOffsetVec<Round, kDivide, false>, the int16 block's <..., true>,
+// FakeQuantizeVec).
+template <class Round, bool kDivide, bool kMarkstein, bool kLow = false, class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecOdd(D d, V x, V f, V r, V lo, V hi) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  if constexpr (kMarkstein) return QuantizeOffsetVecMarkstein<Round>(d, x, f, r, hi);
+  if constexpr (kMarkstein) return QuantizeOffsetVecMarkstein<Round, kLow>(d, x, f, r, lo, hi);
 #endif
   (void)r;
-  return QuantizeOffsetVec<Round, kDivide, false>(d, x, f, lo, hi);
+  return QuantizeOffsetVec<Round, kDivide, kLow>(d, x, f, lo, hi);
 }
 template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
 HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
@@ -3317,6 +3357,16 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
       for (; i + 4 * N <= n; i += 4 * N)
         QuantizeBlockBytes<Round, kDivide, kBypass, kStream>(d, x + i, f, r, hi, pack, q + i);
+    } else if constexpr (sizeof(Out) == 2) {
+      // Both clamps in float (int32 + z could wrap for an unclamped INT32_MIN), kBypass vectors
+      // by Markstein's step as for bytes; StoreQuantized4 packs pairs of vectors.
+      for (; i + 4 * N <= n; i += 4 * N) {
+        const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
+        const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
+        const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 3), true>(d, hn::LoadU(d, x + i + 2 * N), f, r, lo, hi);
+        const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi);
+        StoreQuantized4<Out, kStream>(di, v0, v1, v2, v3, z, q + i);
+      }
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
@@ -3340,7 +3390,7 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
                                        Out* HWY_RESTRICT q, std::size_t n, float factor,
                                        float zero, float scale) {
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-  if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) == 1 || std::is_same<Out, float>::value)) {
+  if constexpr (kDivide && kMarksteinRounding<Round> && (sizeof(Out) <= 2 || std::is_same<Out, float>::value)) {
     // From two blocks on: one run of one block does not repay 1 / s and its broadcast. Rows of
     // one block (small per-channel tensors) take QuantizeShortRows instead.
     if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor)) {
@@ -3354,10 +3404,13 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
 }
 
 // The outputs with the block path (QuantizeBlocks4) and non-temporal stores past the
-// threshold: bytes and fake-quantized floats. 16- and 32-bit integers take QuantizeLoop (one
-// instantiation less per target and rounding: compile time).
+// threshold: bytes, 16-bit integers (A16 activations) and fake-quantized floats. int32 takes
+// QuantizeLoop (one instantiation less per target and rounding: compile time).
 template <class Out>
-constexpr bool kBlocked = sizeof(Out) == 1 || std::is_same<Out, float>::value;
+constexpr bool kBlocked = sizeof(Out) <= 2 || std::is_same<Out, float>::value;
+// The outputs of QuantizeShortRows (AVX-512 rows of their own parameters): bytes and floats.
+template <class Out>
+constexpr bool kShortRowBlocks = sizeof(Out) == 1 || std::is_same<Out, float>::value;
 
 // n contiguous elements; parameters at index `at` (kVec: at + i for element i).
 template <class Out, class Round, bool kDivide, bool kVec>
@@ -3661,7 +3714,7 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
     const bool stream = a.stream && n * sizeof(Out) >= kStreamRowMinBytes;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-    if (!stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
+    if (kShortRowBlocks<Out> && !stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
       const auto short_rows = [&](auto stream) HWY_ATTR {
         constexpr bool kStream = decltype(stream)::value;
         if constexpr (kDivide && kMarksteinRounding<Round>) {

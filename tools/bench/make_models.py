@@ -13,6 +13,7 @@ a graph, without the per-run overhead of the binding. Only the first copy's outp
   dequantize     DequantizeLinear(q int8 -> f32)                             13 (21 per group)
   fake_quantize  QuantizeLinear -> DequantizeLinear                          13 (21 per group)
   requantize     [Add(bias)] -> DequantizeLinear(acc int32, m) -> QuantizeLinear(1, zp)   13
+  quantize_i16   QuantizeLinear(x f32 -> int16; scale / 32767 of int8's)      21
                  (quantkit's FloatMultiplier<RoundHalfEven> scheme; per channel with bias)
 
 Parameters follow bench_kernels: x in [-1.1, 1.1], per tensor scale 1/127 and zero point 2;
@@ -51,16 +52,18 @@ def param_count(gran, shape):
     return shape[0] * (shape[1] // BLOCK)
 
 
-def quant_params(gran, shape):
-    """Scales and zero points as bench_kernels makes them (make_params)."""
+def quant_params(gran, shape, wide=False):
+    """Scales and zero points as bench_kernels makes them (make_params; wide: int16)."""
     count = param_count(gran, shape)
     i = np.arange(count)
+    qmax = 32767.0 if wide else 127.0
+    zt = np.int16 if wide else np.int8
     if count == 1:
-        scale = np.array([1.0 / 127.0], dtype=np.float32)
-        zp = np.array([2], dtype=np.int8)
+        scale = np.array([1.0 / qmax], dtype=np.float32)
+        zp = np.array([2], dtype=zt)
     else:
-        scale = ((0.5 + (i % 97) / 97.0) / 127.0).astype(np.float32)
-        zp = ((i % 5) - 2).astype(np.int8)
+        scale = ((0.5 + (i % 97) / 97.0) / qmax).astype(np.float32)
+        zp = ((i % 5) - 2).astype(zt)
     if gran == "per_tensor":
         return scale.reshape([]), zp.reshape([])
     if gran == "per_channel":
@@ -78,10 +81,10 @@ def q_attrs(gran):
 
 def build(op, gran, n, copies):
     shape = shape_of(gran, n)
-    scale, zp = quant_params(gran, shape)
+    scale, zp = quant_params(gran, shape, wide=(op == "quantize_i16"))
     nodes, inits, outputs = [], [], []
     attrs = q_attrs(gran)
-    if op == "quantize":
+    if op in ("quantize", "quantize_i16"):
         inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)]
         in_name, in_type = "x", "float32"
     elif op == "dequantize":
@@ -98,10 +101,11 @@ def build(op, gran, n, copies):
         s = (scale * np.float32(1.0 + 1e-6 * k)).astype(np.float32)
         sn, zn = f"scale{k}", f"zp{k}"
         y = f"y{k}"
-        if op == "quantize":
+        if op in ("quantize", "quantize_i16"):
             inits += [numpy_helper.from_array(s, sn), numpy_helper.from_array(zp, zn)]
             nodes.append(helper.make_node("QuantizeLinear", ["x", sn, zn], [y], name=f"q{k}", **attrs))
-            outputs.append(helper.make_tensor_value_info(y, TensorProto.INT8, shape))
+            outputs.append(helper.make_tensor_value_info(
+                y, TensorProto.INT16 if op == "quantize_i16" else TensorProto.INT8, shape))
         elif op == "dequantize":
             inits += [numpy_helper.from_array(s, sn), numpy_helper.from_array(zp, zn)]
             nodes.append(helper.make_node("DequantizeLinear", ["q", sn, zn], [y], name=f"dq{k}", **attrs))
@@ -133,7 +137,7 @@ def build(op, gran, n, copies):
             nodes.append(helper.make_node("QuantizeLinear", [f"r{k}", f"one{k}", f"ozp{k}"], [y], name=f"q{k}"))
             outputs.append(helper.make_tensor_value_info(y, TensorProto.INT8, shape))
     graph = helper.make_graph(nodes, f"{op}_{gran}_{n}_x{copies}", inputs, outputs, inits)
-    opset = 21 if gran == "per_group32" or attrs.get("block_size") else 13
+    opset = 21 if gran == "per_group32" or attrs.get("block_size") or op == "quantize_i16" else 13
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="quantkit-bench")
     model.ir_version = 8 if opset == 13 else 10
@@ -143,8 +147,8 @@ def build(op, gran, n, copies):
 
 
 VARIANT = {"quantize": "half_even", "dequantize": "linear", "fake_quantize": "half_even",
-           "requantize": "float"}
-BPE = {"quantize": 5, "dequantize": 5, "fake_quantize": 8, "requantize": 5}
+           "requantize": "float", "quantize_i16": "half_even"}
+BPE = {"quantize": 5, "dequantize": 5, "fake_quantize": 8, "requantize": 5, "quantize_i16": 6}
 
 
 def main():
@@ -154,8 +158,9 @@ def main():
     sizes = [int(s) for s in sys.argv[2:]]
     os.makedirs(out, exist_ok=True)
     manifest = []
-    for op in ("quantize", "dequantize", "fake_quantize", "requantize"):
-        grans = ("per_tensor", "per_channel") if op == "requantize" else ("per_tensor", "per_channel", "per_group32")
+    for op in ("quantize", "dequantize", "fake_quantize", "requantize", "quantize_i16"):
+        grans = (("per_tensor", "per_channel") if op in ("requantize", "quantize_i16")
+                 else ("per_tensor", "per_channel", "per_group32"))
         for gran in grans:
             for n in sizes:
                 copies = 32 if n <= (1 << 16) else (8 if n <= (1 << 20) else 3)

@@ -17,15 +17,18 @@ import re
 import sys
 from collections import defaultdict
 
-OPS = ["quantize", "dequantize", "fake_quantize", "requantize"]
+OPS = ["quantize", "dequantize", "fake_quantize", "requantize", "quantize_i16"]
 GRANS = ["per_tensor", "per_channel", "per_group32"]
 # The variant each operation is measured by: plain loops, memcpy, ORT (same semantics: x / s,
 # ties to even; requantize: ORT's DequantizeLinear(int32) -> QuantizeLinear = float
 # multiplier) and PyTorch (x * (1 / s)).
 DEFAULT = {"quantize": "half_even", "dequantize": "linear", "fake_quantize": "half_even",
-           "requantize": "fixed_point"}
+           "requantize": "fixed_point", "quantize_i16": "half_even"}
+# (quantize_i16, f32 -> int16: ONNX Runtime's QuantizeLinear at opset 21; PyTorch has no int16
+# quantize_per_tensor)
 ORT_VARIANT = {"quantize": "half_even", "dequantize": "linear", "fake_quantize": "half_even",
-               "requantize": "float"}
+               "requantize": "float", "quantize_i16": "half_even"}
+BPE = {"fake_quantize": 8, "quantize_i16": 6}  # bytes moved per element (read + written); else 5
 TORCH_VARIANT = {"quantize": "half_even.mul", "dequantize": "linear",
                  "fake_quantize": "half_even.mul"}
 KERNEL = "simd"            # quantkit, runtime dispatch (the best target of this CPU)
@@ -65,8 +68,7 @@ def ips(rows, key):
 
 
 def memcpy_ips(rows, op, n):
-    bpe = 8 if op == "fake_quantize" else 5
-    return ips(rows, ("memcpy", f"{bpe}B", "-", "memcpy", n))
+    return ips(rows, ("memcpy", f"{BPE.get(op, 5)}B", "-", "memcpy", n))
 
 
 def floor_ips(rows, op, n):
@@ -109,7 +111,7 @@ def simd_targets(rows):
 
 def sweep_table(rows, op, sizes):
     v, tv, ov = DEFAULT[op], TORCH_VARIANT.get(op), ORT_VARIANT[op]
-    out = [f"#### {op} (per tensor, int8; `{v}`)", "",
+    out = [f"#### {op} (per tensor, {'int16' if op == 'quantize_i16' else 'int8'}; `{v}`)", "",
            "| elements | quantkit Gelem/s | vs plain -O3 -march=native | vs plain x86-64 | "
            "of memcpy (same bytes) | of floor | plain of floor | vs ORT op | vs ORT run | vs PyTorch | "
            "vs scalar ref | static dispatch |",
@@ -148,7 +150,7 @@ def rates_table(rows, op, sizes):
                 if g != "per_tensor":
                     continue
                 vals = [memcpy_ips(rows, op, n) for n in sizes]
-                label = f"memcpy ({8 if op == 'fake_quantize' else 5} B/elem)"
+                label = f"memcpy ({BPE.get(op, 5)} B/elem)"
             else:
                 var = ORT_VARIANT[op] if impl.startswith("ort") else (
                     TORCH_VARIANT.get(op, v) if impl == "torch" else v)
@@ -292,7 +294,8 @@ def markdown(rows, contexts, out_dir):
              "no kernel of the operation moves its bytes faster, so floor / plain loop bounds what any "
              "kernel can gain over the plain loop; `ort_op` one ONNX Runtime "
              "op inside a graph, `ort` one `session.run` of a 1-op model from Node (binding, allocation "
-             "and copy included); `torch` one PyTorch call from Python. All outputs are int8 "
+             "and copy included); `torch` one PyTorch call from Python. All outputs are int8 but "
+             "`quantize_i16`'s (f32 -> int16, range [-32768, 32767]: A16 activations) "
              "(requantize: int32 accumulators in).", "",
              "![Gelem/s over sizes](sweep.svg)", "", "![variants](variants.svg)", "",
              "## Targets", ""]
@@ -356,7 +359,8 @@ def sweep_svg(rows, path):
         return
     pw, ph, ml, mt, mb, gap = 420, 300, 60, 40, 45, 75
     width = ml + 2 * pw + gap + 20
-    height = 60 + 2 * (ph + mt + mb) + 150
+    grid_rows = (len(OPS) + 1) // 2
+    height = 60 + grid_rows * (ph + mt + mb) + 150
     vals = [ips(rows, k) for k in rows if k[0] in OPS + ["memcpy"]]
     vals = [v for v in vals if v]
     lo = 10 ** math.floor(math.log10(min(vals) / 1e9)) if vals else 0.01
@@ -366,7 +370,7 @@ def sweep_svg(rows, path):
            f'font-family="sans-serif" font-size="11">',
            f'<rect width="{width}" height="{height}" fill="white"/>',
            f'<text x="{width / 2}" y="22" text-anchor="middle" font-size="15">quantkit kernels: Gelem/s over '
-           f'tensor size (per tensor, int8, one thread; log scales)</text>']
+           f'tensor size (per tensor, int8 or int16, one thread; log scales)</text>']
     for idx, op in enumerate(OPS):
         ox = ml + (idx % 2) * (pw + gap)
         oy = 50 + (idx // 2) * (ph + mt + mb) + mt
@@ -413,7 +417,7 @@ def sweep_svg(rows, path):
                        " ".join(f"{x:.1f},{y:.1f}" for x, y in pts) + '"/>')
             for x, y in pts:
                 out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{COLORS[impl]}"/>')
-    ly = 50 + 2 * (ph + mt + mb) + 10
+    ly = 50 + grid_rows * (ph + mt + mb) + 10
     for i, impl in enumerate([KERNEL, "simd_static", "plain_native", "plain_x86-64", "memcpy", "ort_op", "ort", "torch", "ref"]):
         x = ml + (i % 3) * 270
         y = ly + (i // 3) * 20

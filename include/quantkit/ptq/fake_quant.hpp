@@ -8,8 +8,9 @@
 //                    initializer holding the dequantized stored integers; every quantized graph
 //                    input gets an Identity node whose output (NAME_dq) the quantized consumers
 //                    read, fake-quantized by after_node.
-//   after_node:      every quantized activation a node writes is replaced, in place, by
-//                    dequantize(quantize(x)) (x / s, round half to even, clamp), so every
+//   after_node:      every quantized activation a node writes is replaced by
+//                    dequantize(quantize(x)) (x / s, round half to even, clamp; the SIMD
+//                    kernel, bit-identical to quantkit::ref::fake_quantize), so every
 //                    reader — quantized or not, graph outputs too — sees the dequantized value,
 //                    as in the QDQ model. Intermediates keep their names (layer-wise compare).
 #pragma once
@@ -26,6 +27,7 @@
 #include "quantkit/ptq/config.hpp"
 #include "quantkit/ptq/weights.hpp"
 #include "quantkit/ref/quantize.hpp"
+#include "quantkit/simd/simd.hpp"
 
 namespace quantkit {
 namespace ptq {
@@ -115,8 +117,12 @@ class FakeQuantMode {
       if (t.dtype() != graph::DType::float32)
         node.fail("output '", v, "' has element type ", graph::to_string(t.dtype()),
                   "; expected float32 for a quantized activation");
-      const View<float> view(t.data<float>(), t.shape(), v);
-      ref::fake_quantize(View<const float>(view), q->second.params, view);
+      // The SIMD kernel (bit-identical to ref::fake_quantize) into a new tensor: the kernels
+      // take no aliased input and output.
+      graph::Tensor y(graph::DType::float32, t.shape(), t.name());
+      simd::fake_quantize(View<const float>(t.data<float>(), t.shape(), v), q->second.params,
+                          View<float>(y.data<float>(), y.shape(), v));
+      t = std::move(y);
     }
   }
 

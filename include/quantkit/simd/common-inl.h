@@ -273,6 +273,27 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
     return;
   }
+  if constexpr (sizeof(Out) == 2) {
+    // Pairs of vectors + z (in Out's range: exact) packed to one store each; the packs work
+    // per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a vpmovsdw
+    // per vector: two uops on the shuffle port on Intel.)
+    (void)di;
+    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
+    const auto pack = [&](__m512i a, __m512i b) HWY_ATTR {
+      a = _mm512_add_epi32(a, z.raw);
+      b = _mm512_add_epi32(b, z.raw);
+      return _mm512_permutexvar_epi64(order, kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b));
+    };
+    const __m512i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    if constexpr (kStream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), lo);
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(p + 32), hi);
+    } else {
+      _mm512_storeu_si512(reinterpret_cast<void*>(p), lo);
+      _mm512_storeu_si512(reinterpret_cast<void*>(p + 32), hi);
+    }
+    return;
+  }
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
   if constexpr (kBytes) {
     (void)di;
@@ -286,6 +307,23 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
     else
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
+    return;
+  }
+  if constexpr (sizeof(Out) == 2) {  // as AVX-512's: pairs packed, 64-bit lanes reordered
+    (void)di;
+    const auto pack = [&](__m256i a, __m256i b) HWY_ATTR {
+      a = _mm256_add_epi32(a, z.raw);
+      b = _mm256_add_epi32(b, z.raw);
+      return _mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8);
+    };
+    const __m256i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    if constexpr (kStream) {
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), lo);
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), hi);
+    } else {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16), hi);
+    }
     return;
   }
 #elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
