@@ -2709,6 +2709,25 @@ HWY_INLINE std::size_t ElementsToAlignment(const T* p, std::size_t block) {
   return (block - misaligned) / sizeof(T);
 }
 
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
+// Two vectors of q - z plus z (in Out's range: exact), as 16-bit integers in one vector: the
+// packs work per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a
+// vpmovsdw per vector on AVX-512: two uops on the shuffle port on Intel.)
+template <class Out, class VI>
+HWY_INLINE auto PackPair16(VI v0, VI v1, VI z) {
+  static_assert(sizeof(Out) == 2, "PackPair16: 16-bit outputs only");
+  constexpr bool kSigned = std::is_signed<Out>::value;
+#if HWY_TARGET == HWY_AVX2
+  const __m256i a = _mm256_add_epi32(v0.raw, z.raw), b = _mm256_add_epi32(v1.raw, z.raw);
+  return _mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8);
+#else
+  const __m512i a = _mm512_add_epi32(v0.raw, z.raw), b = _mm512_add_epi32(v1.raw, z.raw);
+  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                  kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b));
+#endif
+}
+#endif
+
 // Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
 // saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
 // store (instead of four demotions and four partial stores).
@@ -2733,18 +2752,9 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
     return;
   }
-  if constexpr (sizeof(Out) == 2) {
-    // Pairs of vectors + z (in Out's range: exact) packed to one store each; the packs work
-    // per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a vpmovsdw
-    // per vector: two uops on the shuffle port on Intel.)
+  if constexpr (sizeof(Out) == 2) {  // pairs of vectors, one store each (PackPair16)
     (void)di;
-    const __m512i order = _mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7);
-    const auto pack = [&](__m512i a, __m512i b) HWY_ATTR {
-      a = _mm512_add_epi32(a, z.raw);
-      b = _mm512_add_epi32(b, z.raw);
-      return _mm512_permutexvar_epi64(order, kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b));
-    };
-    const __m512i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    const __m512i lo = PackPair16<Out>(v0, v1, z), hi = PackPair16<Out>(v2, v3, z);
     if constexpr (kStream) {
       _mm512_stream_si512(reinterpret_cast<__m512i*>(p), lo);
       _mm512_stream_si512(reinterpret_cast<__m512i*>(p + 32), hi);
@@ -2769,14 +2779,9 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
     return;
   }
-  if constexpr (sizeof(Out) == 2) {  // as AVX-512's: pairs packed, 64-bit lanes reordered
+  if constexpr (sizeof(Out) == 2) {  // as AVX-512's
     (void)di;
-    const auto pack = [&](__m256i a, __m256i b) HWY_ATTR {
-      a = _mm256_add_epi32(a, z.raw);
-      b = _mm256_add_epi32(b, z.raw);
-      return _mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8);
-    };
-    const __m256i lo = pack(v0.raw, v1.raw), hi = pack(v2.raw, v3.raw);
+    const __m256i lo = PackPair16<Out>(v0, v1, z), hi = PackPair16<Out>(v2, v3, z);
     if constexpr (kStream) {
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), lo);
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), hi);
