@@ -2882,14 +2882,16 @@ struct RoundHalfEvenOp {
   }
 };
 
+// std::round as GCC vectorizes it: trunc(|t| + pred(0.5)) with t's sign. pred(0.5) (not 0.5)
+// keeps |t| = 0.5 - 2^-25 below 1; past 2^22 the sum rounds to the nearest representable value,
+// which is the half-away result. Bit-identical to std::round on every float, the sign of zero
+// included (checked on all 2^32 bit patterns); 4 operations instead of 7. +-inf stay, NaN
+// stays NaN (the callers mask it).
 struct RoundHalfAwayOp {
   static constexpr bool kStochastic = false;
   template <class D, class V>
   static HWY_INLINE V Do(D d, V t, V /*u*/) {
-    const V f = hn::Trunc(t);
-    const V frac = hn::Abs(hn::Sub(t, f));  // NaN for infinities: keeps f
-    const V away = hn::Add(f, hn::CopySignToAbs(hn::Set(d, 1.0f), t));
-    return hn::IfThenElse(hn::Ge(frac, hn::Set(d, 0.5f)), away, f);
+    return hn::CopySignToAbs(hn::Trunc(hn::Add(hn::Abs(t), hn::Set(d, 0x1.fffffep-2f))), t);
   }
 };
 
