@@ -1353,17 +1353,18 @@ HWY_INLINE std::size_t ElementsToAlignment(const T* p, std::size_t block) {
 // Two vectors of q - z plus z (in Out's range: exact), as 16-bit integers in one vector: the
 // packs work per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a
 // vpmovsdw per vector on AVX-512: two uops on the shuffle port on Intel.)
-template <class Out, class VI>
-HWY_INLINE auto PackPair16(VI v0, VI v1, VI z) {
+template <class D16, class VI>
+HWY_INLINE hn::Vec<D16> PackPair16(D16 /*d16*/, VI v0, VI v1, VI z) {
+  using Out = hn::TFromD<D16>;
   static_assert(sizeof(Out) == 2, "PackPair16: 16-bit outputs only");
   constexpr bool kSigned = std::is_signed<Out>::value;
 #if HWY_TARGET == HWY_AVX2
   const __m256i a = _mm256_add_epi32(v0.raw, z.raw), b = _mm256_add_epi32(v1.raw, z.raw);
-  return _mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8);
+  return hn::Vec<D16>{_mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8)};
 #else
   const __m512i a = _mm512_add_epi32(v0.raw, z.raw), b = _mm512_add_epi32(v1.raw, z.raw);
-  return _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
-                                  kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b));
+  return hn::Vec<D16>{_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
+                                               kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b))};
 #endif
 }
 #endif
@@ -1377,6 +1378,14 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
   constexpr bool kSigned = std::is_signed<Out>::value;
   (void)kBytes;
   (void)kSigned;
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
+  if constexpr (sizeof(Out) == 2) {  // pairs of vectors, one store each
+    const hn::Repartition<Out, DI> d16;
+    StoreVec<kStream>(PackPair16(d16, v0, v1, z), d16, p);
+    StoreVec<kStream>(PackPair16(d16, v2, v3, z), d16, p + hn::Lanes(d16));
+    return;
+  }
+#endif
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (kBytes) {
     (void)di;
@@ -1392,18 +1401,6 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm512_storeu_si512(reinterpret_cast<void*>(p), r);
     return;
   }
-  if constexpr (sizeof(Out) == 2) {  // pairs of vectors, one store each (PackPair16)
-    (void)di;
-    const __m512i lo = PackPair16<Out>(v0, v1, z), hi = PackPair16<Out>(v2, v3, z);
-    if constexpr (kStream) {
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p), lo);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(p + 32), hi);
-    } else {
-      _mm512_storeu_si512(reinterpret_cast<void*>(p), lo);
-      _mm512_storeu_si512(reinterpret_cast<void*>(p + 32), hi);
-    }
-    return;
-  }
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
   if constexpr (kBytes) {
     (void)di;
@@ -1417,18 +1414,6 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
       _mm256_stream_si256(reinterpret_cast<__m256i*>(p), r);
     else
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), r);
-    return;
-  }
-  if constexpr (sizeof(Out) == 2) {  // as AVX-512's
-    (void)di;
-    const __m256i lo = PackPair16<Out>(v0, v1, z), hi = PackPair16<Out>(v2, v3, z);
-    if constexpr (kStream) {
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p), lo);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(p + 16), hi);
-    } else {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), lo);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 16), hi);
-    }
     return;
   }
 #elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
