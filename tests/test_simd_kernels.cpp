@@ -272,8 +272,13 @@ TEST_CASE("simd: streaming calls of short rows (per-group blocks, small channels
     const qk::View<const float> x(data.data(), l.dims);
     for (const auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
       std::vector<std::int8_t> want(n);
+      std::vector<std::int16_t> swant(n);
       std::vector<float> fwant(n), dwant(n);
       qk::ref::quantize(x, p, qk::View<std::int8_t>(want.data(), l.dims), qk::RoundHalfEven{}, app);
+      qk::QuantParams p16 = p;  // int16: the zero points far from 0, the range inside the type
+      for (auto& z : p16.zero_point) z *= 7000;
+      p16.range = qk::IntRange{-30000, 32767};
+      qk::ref::quantize(x, p16, qk::View<std::int16_t>(swant.data(), l.dims), qk::RoundHalfEven{}, app);
       qk::ref::fake_quantize(x, p, qk::View<float>(fwant.data(), l.dims), qk::RoundHalfEven{}, app);
       const qk::View<const std::int8_t> qin(want.data(), l.dims);
       qk::ref::dequantize(qin, p, qk::View<float>(dwant.data(), l.dims));
@@ -287,17 +292,21 @@ TEST_CASE("simd: streaming calls of short rows (per-group blocks, small channels
             CAPTURE(bypass);
             CAPTURE(offset);
             std::vector<std::int8_t> qbuf(n + 128, 0);
+            std::vector<std::int16_t> sbuf(n + 64, 0);
             std::vector<float> fbuf(n + 32, 0.0f), dbuf(n + 32, 0.0f);
             std::int8_t* q = at_alignment(qbuf, n, offset);
             float* f = at_alignment(fbuf, n, offset);
             float* dq = at_alignment(dbuf, n, offset);
             qks::quantize(x, p, qk::View<std::int8_t>(q, l.dims), qk::RoundHalfEven{}, app, &k);
             QK_CHECK_SAME(std::vector<std::int8_t>(q, q + n), want, data);
+            std::int16_t* s16 = at_alignment(sbuf, n, offset);
+            qks::quantize(x, p16, qk::View<std::int16_t>(s16, l.dims), qk::RoundHalfEven{}, app, &k);
+            QK_CHECK_SAME(std::vector<std::int16_t>(s16, s16 + n), swant, data);
             qks::fake_quantize(x, p, qk::View<float>(f, l.dims), qk::RoundHalfEven{}, app, &k);
             QK_CHECK_SAME(std::vector<float>(f, f + n), fwant, data);
             qks::dequantize(qin, p, qk::View<float>(dq, l.dims), &k);
             QK_CHECK_SAME(std::vector<float>(dq, dq + n), dwant, want);
-            calls += 3;
+            calls += 4;
           }
         }
       });
@@ -429,10 +438,12 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
             row[v + (r * 5 + v / 16) % 16] = specials[(r + v / 16) % (sizeof(specials) / sizeof(float))];
           xm.insert(xm.end(), row.begin(), row.end());
         }
-        std::vector<std::int32_t> zi8(rows), zu8(rows);
+        std::vector<std::int32_t> zi8(rows), zu8(rows), z16(rows), zu16(rows);
         for (std::size_t r = 0; r < rows; ++r) {
           zi8[r] = static_cast<std::int32_t>(r % 9) - 4;
           zu8[r] = 126 + static_cast<std::int32_t>(r % 5);
+          z16[r] = 32767 - static_cast<std::int32_t>(r % 7) * 9000;  // 32767 .. -21233
+          zu16[r] = 59990 - static_cast<std::int32_t>(r % 3) * 29990;  // 59990, 30000, 10
         }
         const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
         const qk::View<const float> xv(xm.data(), shape);
@@ -472,6 +483,24 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
               qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zu8.data(),
                                         qks::QuantizeOptions{}.with_rounding(mode), ugot.data(), &k);
               QK_CHECK_SAME(ugot, uwant, xm);
+              // 16-bit (both clamps in float, pairs packed): zero points far from 0
+              p.zero_point = z16;
+              p.range = simd_test::range_of<std::int16_t>();
+              std::vector<std::int16_t> swant(rows * cols), sgot(rows * cols);
+              qk::ref::quantize(xv, p, qk::View<std::int16_t>(swant.data(), shape), rounding);
+              qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), z16.data(),
+                                        qks::QuantizeOptions{}.with_rounding(mode), sgot.data(), &k);
+              QK_CHECK_SAME(sgot, swant, xm);
+              p.zero_point = zu16;
+              p.range = qk::IntRange{0, 60000};  // inside the type: the upper clamp below 65535
+              std::vector<std::uint16_t> wwant(rows * cols), wgot(rows * cols);
+              qk::ref::quantize(xv, p, qk::View<std::uint16_t>(wwant.data(), shape), rounding);
+              qks::quantize_per_channel(xm.data(), rows, cols, 0, set->data(), zu16.data(),
+                                        qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                                        wgot.data(), &k);
+              QK_CHECK_SAME(wgot, wwant, xm);
+              p.zero_point = zu8;
+              p.range = simd_test::range_of<std::uint8_t>();
               // Rank 3, the channel axis first, rows of cols - 3 with gaps between them (so the
               // row axis does not merge into the rows): 2 rows per channel, parameter step 0.
               if (rows % 2 == 0) {
@@ -491,7 +520,7 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
                             xm.begin() + static_cast<std::ptrdiff_t>(r * cols + cols - 3));
                 QK_CHECK_SAME(got3, want3, x3);
               }
-              cases += 4;
+              cases += 6;
             });
           }
         }

@@ -2265,6 +2265,18 @@ HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V r, V hi, const By
   const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + 3 * N), f, r, hi, hi);
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
+// 16-bit outputs (AVX-512): both clamps in float (int32 + z could wrap for an unclamped
+// INT32_MIN), pairs of vectors packed into one store each (StoreQuantized4).
+template <class Round, bool kDivide, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>,
+          class VI = hn::Vec<hn::RebindToSigned<D>>>
+HWY_INLINE void QuantizeBlockWide(D d, const float* x, V f, V r, V lo, V hi, VI z, Out* q) {
+  const std::size_t N = hn::Lanes(d);
+  const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x), f, lo, hi);
+  const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + N), f, r, lo, hi);
+  const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 3), true>(d, hn::LoadU(d, x + 2 * N), f, r, lo, hi);
+  const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + 3 * N), f, r, lo, hi);
+  StoreQuantized4<Out, kStream>(hn::RebindToSigned<D>(), v0, v1, v2, v3, z, q);
+}
 #endif
 
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
@@ -2299,16 +2311,9 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
       for (; i + 4 * N <= n; i += 4 * N)
         QuantizeBlockBytes<Round, kDivide, kBypass, kStream>(d, x + i, f, r, hi, pack, q + i);
-    } else if constexpr (sizeof(Out) == 2) {
-      // Both clamps in float (int32 + z could wrap for an unclamped INT32_MIN), kBypass vectors
-      // by Markstein's step as for bytes; StoreQuantized4 packs pairs of vectors.
-      for (; i + 4 * N <= n; i += 4 * N) {
-        const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
-        const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
-        const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 3), true>(d, hn::LoadU(d, x + i + 2 * N), f, r, lo, hi);
-        const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + i + 3 * N), f, r, lo, hi);
-        StoreQuantized4<Out, kStream>(di, v0, v1, v2, v3, z, q + i);
-      }
+    } else if constexpr (sizeof(Out) == 2) {  // kBypass vectors by Markstein's step as for bytes
+      for (; i + 4 * N <= n; i += 4 * N)
+        QuantizeBlockWide<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
@@ -2350,9 +2355,9 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
 // QuantizeLoop (one instantiation less per target and rounding: compile time).
 template <class Out>
 constexpr bool kBlocked = sizeof(Out) <= 2 || std::is_same<Out, float>::value;
-// The outputs of QuantizeShortRows (AVX-512 rows of their own parameters): bytes and floats.
+// The outputs of QuantizeShortRows (AVX-512 rows of their own parameters): all of kBlocked's.
 template <class Out>
-constexpr bool kShortRowBlocks = sizeof(Out) == 1 || std::is_same<Out, float>::value;
+constexpr bool kShortRowBlocks = kBlocked<Out>;
 
 // n contiguous elements; parameters at index `at` (kVec: at + i for element i).
 template <class Out, class Round, bool kDivide, bool kVec>
@@ -2467,8 +2472,8 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 // (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
 // in QuantizeBlocks4: when dividing in the Markstein modes, kBypass vectors of a block (2 or 3,
 // divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants
-// are only broadcast from memory (a load each): 1 / s, qmin - z, qmax - z and z as two int16
-// are computed first, 64 rows at a time with vectors. A broadcast
+// are only broadcast from memory (a load each): 1 / s, qmin - z, qmax - z and z (as two int16
+// for bytes, int32 for 16-bit outputs) are computed first, 64 rows at a time with vectors. A broadcast
 // from a register is a shuffle per constant and row, on the unit the packs need; with those and
 // a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
@@ -2478,6 +2483,9 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
                                   std::ptrdiff_t sq, std::size_t count, std::size_t n,
                                   std::int64_t at, std::int64_t dat) {
   constexpr bool kFake = std::is_same<Out, float>::value;
+  // 16-bit outputs: both clamps in float, pairs of vectors packed by PackPair16 (as in
+  // QuantizeBlocks4); bytes: the upper clamp only, ByteBlockPacker.
+  constexpr bool kWide = sizeof(Out) == 2;
   constexpr bool kMarkstein = kDivide && kMarksteinRounding<Round>;
   constexpr int kBlockBypass = kMarkstein ? kBypass : 0;  // of a block's 4 vectors
   const hn::ScalableTag<float> d;
@@ -2526,7 +2534,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       hn::Store(hn::Sub(vmax, z), d, rhi + k);
       hn::Store(hn::Sub(vmin, z), d, rlo + k);
       const auto zi = hn::ConvertTo(di, z);  // small integers
-      hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+      hn::Store(kWide ? zi : hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
     }
     if (kMarkstein && !hn::AllTrue(d, markstein)) {  // a scale outside [2^-100, 2^100]
       std::int64_t p = at0;
@@ -2566,6 +2574,23 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
             StoreVec<kStream>(y1, d, q + N);
             StoreVec<kStream>(y2, d, q1);
             StoreVec<kStream>(y3, d, q1 + N);
+          }
+        } else if constexpr (kWide) {
+          const V lo0 = hn::Set(d, rlo[k]);
+          const V lo1 = hn::Set(d, rlo[k + 1]);
+          const auto z0 = hn::Set(di, rz[k]);
+          const auto z1 = hn::Set(di, rz[k + 1]);
+          if constexpr (kVecs == 4) {
+            QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x, f0, r0, lo0, hi0, z0, q);
+            QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x1, f1, r1, lo1, hi1, z1, q1);
+          } else {
+            const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0);
+            const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0);
+            const auto v2 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1);
+            const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1);
+            const hn::Repartition<Out, decltype(di)> d16;
+            StoreVec<kStream>(PackPair16(d16, v0, v1, z0), d16, q);
+            StoreVec<kStream>(PackPair16(d16, v2, v3, z1), d16, q1);
           }
         } else {
           ByteBlockPacker<Out> pack0 = pack;
@@ -2607,6 +2632,18 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           StoreVec<kStream>(y1, d, q + i + N);
           i += 2 * N;
         }
+      } else if constexpr (kWide) {
+        const V lo = hn::Set(d, rlo[k]);
+        const auto z = hn::Set(di, rz[k]);
+        for (; i + 4 * N <= n; i += 4 * N)
+          QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
+        if (i + 2 * N <= n) {
+          const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
+          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
+          const hn::Repartition<Out, decltype(di)> d16;
+          StoreVec<kStream>(PackPair16(d16, v0, v1, z), d16, q + i);
+          i += 2 * N;
+        }
       } else {
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
@@ -2636,8 +2673,8 @@ constexpr std::size_t kStreamRowMinBytes = 1024;
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Whether every store QuantizeShortRows makes for these rows is aligned to its width, as
-// non-temporal stores need: vectors and byte blocks of 64 bytes at row offsets that are
-// multiples of 64, byte pairs of 32 bytes (rows of two vectors) at multiples of 32.
+// non-temporal stores need: vectors, 16-bit pairs and byte blocks of 64 bytes at row offsets
+// that are multiples of 64, byte pairs of 32 bytes (rows of two vectors) at multiples of 32.
 template <class Out>
 HWY_INLINE bool ShortRowsStreamable(const Out* q, std::ptrdiff_t sq, std::size_t n) {
   const std::size_t N = hn::Lanes(hn::ScalableTag<float>());
