@@ -26,7 +26,6 @@
 #include "quantkit/graph/graph.hpp"
 #include "quantkit/ptq/config.hpp"
 #include "quantkit/ptq/weights.hpp"
-#include "quantkit/ref/quantize.hpp"
 #include "quantkit/simd/simd.hpp"
 
 namespace quantkit {
