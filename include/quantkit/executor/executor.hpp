@@ -157,7 +157,10 @@ class Executor {
     if (options.keep_intermediates) result = std::move(values);
     for (const auto& w : wanted) {
       if (result.count(w)) continue;
-      if (const Tensor* t = lookup(w)) {
+      if (auto it = values.find(w); it != values.end()) {  // computed here: moved, not copied
+        result[w] = std::move(it->second);
+        result[w].set_name(w);
+      } else if (const Tensor* t = lookup(w)) {
         result[w] = *t;
         result[w].set_name(w);
       } else {

@@ -7,7 +7,10 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -16,6 +19,29 @@
 #include "quantkit/tensor/view.hpp"
 
 namespace quantkit {
+namespace detail {
+// std::allocator whose resize() leaves new elements unset (default-initialization): what
+// Tensor::uninitialized needs to skip the zero fill.
+template <class T>
+struct DefaultInitAllocator : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = DefaultInitAllocator<U>;
+  };
+  DefaultInitAllocator() = default;
+  template <class U>
+  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible<U>::value) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+}  // namespace detail
+
 namespace graph {
 
 // Number of elements of `shape`, failing (naming `what`) on negative extents or when the
@@ -49,13 +75,17 @@ inline std::vector<std::int64_t> to_vector(const Dims& d) {
   return std::vector<std::int64_t>(d.value.begin(), d.value.begin() + d.rank);
 }
 
+
 class Tensor {
  public:
   Tensor() = default;
-  Tensor(DType dtype, const Dims& shape, std::string name = {}) : dtype_(dtype), shape_(shape), name_(std::move(name)) {
-    const std::int64_t n = checked_element_count(shape, detail::describe_tensor(name_));
-    nbytes_ = static_cast<std::size_t>(n) * size_of(dtype);
-    words_.assign((nbytes_ + 7) / 8, 0);  // zero-filled, 8-byte aligned
+  // Zero-filled.
+  Tensor(DType dtype, const Dims& shape, std::string name = {}) : Tensor(dtype, shape, std::move(name), true) {}
+
+  // Elements left unset: for outputs a kernel then writes in full (a large op output skips
+  // a memset of its bytes). Reading an element before writing it is undefined.
+  static Tensor uninitialized(DType dtype, const Dims& shape, std::string name = {}) {
+    return Tensor(dtype, shape, std::move(name), false);
   }
 
   template <class T>
@@ -157,11 +187,21 @@ class Tensor {
                    "; accessed as ", to_string(dtype_of_v<T>));
   }
 
+  Tensor(DType dtype, const Dims& shape, std::string name, bool zero_fill)
+      : dtype_(dtype), shape_(shape), name_(std::move(name)) {
+    const std::int64_t n = checked_element_count(shape, detail::describe_tensor(name_));
+    nbytes_ = static_cast<std::size_t>(n) * size_of(dtype);
+    if (zero_fill)
+      words_.assign((nbytes_ + 7) / 8, 0);  // 8-byte aligned
+    else
+      words_.resize((nbytes_ + 7) / 8);
+  }
+
   DType dtype_ = DType::undefined;
   Dims shape_{};
   std::string name_;
   std::size_t nbytes_ = 0;
-  std::vector<std::uint64_t> words_;
+  std::vector<std::uint64_t, quantkit::detail::DefaultInitAllocator<std::uint64_t>> words_;
 };
 
 }  // namespace graph

@@ -1,5 +1,5 @@
-// Quantized ops: QuantizeLinear, DequantizeLinear (per-tensor and per-axis, through
-// quantkit::ref so the rounding convention is the library's: round half to even, x / scale),
+// Quantized ops: QuantizeLinear, DequantizeLinear (per-tensor and per-axis, through the SIMD
+// kernels, bit-identical to quantkit::ref: round half to even, x / scale),
 // DynamicQuantizeLinear, and the integer ops MatMulInteger, ConvInteger (exact int32
 // accumulation), QLinearMatMul, QLinearConv (int32 accumulation, then requantization with a
 // float multiplier s_a * s_b / s_y computed in float32, applied to the accumulator in float32
@@ -21,6 +21,7 @@
 #include "quantkit/policy/rounding.hpp"
 #include "quantkit/ref/quantize.hpp"
 #include "quantkit/ref/requantize.hpp"
+#include "quantkit/simd/simd.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -171,12 +172,12 @@ inline void op_quantize_linear(OpContext& ctx) {
     ctx.fail("input has element type ", graph::to_string(x0.dtype()), "; expected float32 or int32");
   }
   const QuantParams p = detail::linear_params(ctx, x->shape(), ctx.input(1), zp, qtype);
-  Tensor y(qtype, x->shape());
+  Tensor y = Tensor::uninitialized(qtype, x->shape());  // the kernel writes every element
   graph::visit_dtype(qtype, [&](auto tag) {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int16_t> ||
                   std::is_same_v<Q, std::uint16_t>)
-      ref::quantize(x->view<float>(), p, y.view<Q>(), RoundHalfEven{}, ScaleApplicationKind::divide);
+      simd::quantize(x->view<float>(), p, y.view<Q>(), RoundHalfEven{}, ScaleApplicationKind::divide);
   });
   ctx.set_output(0, std::move(y));
 }
@@ -191,12 +192,12 @@ inline void op_dequantize_linear(OpContext& ctx) {
   if (x.dtype() == DType::int32)
     for (auto z : p.zero_point)
       if (z != 0) ctx.fail("int32 input with zero point ", z, "; expected zero point 0");
-  Tensor y(DType::float32, x.shape());
+  Tensor y = Tensor::uninitialized(DType::float32, x.shape());  // the kernel writes every element
   graph::visit_dtype(x.dtype(), [&](auto tag) {
     using Q = decltype(tag);
     if constexpr (std::is_same_v<Q, std::int8_t> || std::is_same_v<Q, std::uint8_t> || std::is_same_v<Q, std::int16_t> ||
                   std::is_same_v<Q, std::uint16_t> || std::is_same_v<Q, std::int32_t>)
-      ref::dequantize(x.view<Q>(), p, y.view<float>());
+      simd::dequantize(x.view<Q>(), p, y.view<float>());
   });
   ctx.set_output(0, std::move(y));
 }
