@@ -290,6 +290,16 @@ TEST_CASE("Gemm and MatMul") {
   check_floats(run1("MatMul", {f32({2, 1, 3}, iota(6)), f32({3}, {1, 1, 1})}), {2, 1}, {6, 15});
   check_floats(run1("MatMul", {f32({3}, {1, 2, 3}), f32({3, 1}, {1, 1, 1})}), {1}, {6});
   check_floats(run1("MatMul", {f32({2, 1, 2}, {1, 2, 3, 4}), f32({2, 1}, {1, 10})}), {2, 1, 1}, {21, 43});
+  // K = 0: the outputs are not zero-filled before the products (Tensor::uninitialized), which
+  // must then write zeros themselves; a freed tensor of -1s first, so that leftover values
+  // would show.
+  for (int round = 0; round < 3; ++round) {
+    { Tensor junk = Tensor::from_vector(Dims{64}, std::vector<float>(64, -1.0f)); }
+    check_floats(run1("MatMul", {f32({2, 0}, {}), f32({0, 3}, {})}), {2, 3}, std::vector<float>(6, 0.0f), 0.0f);
+    check_floats(run1("MatMul", {f32({2, 4, 0}, {}), f32({0, 5}, {})}), {2, 4, 5}, std::vector<float>(40, 0.0f), 0.0f);
+    check_floats(run1("Gemm", {f32({2, 0}, {}), f32({3, 0}, {})}, {{"transB", I(1)}}), {2, 3}, std::vector<float>(6, 0.0f), 0.0f);
+    check_floats(run1("Gemm", {f32({2, 0}, {}), f32({0, 3}, {}), f32({3}, {1, 2, 3})}), {2, 3}, {1, 2, 3, 1, 2, 3}, 0.0f);
+  }
   CHECK(contains(error_of([&] { run1("MatMul", {a, a}); }), "inner dimensions differ"));
   CHECK(contains(error_of([&] { run1("Gemm", {a, a}); }), "expected equal K"));
 }

@@ -193,7 +193,8 @@ inline void op_conv(OpContext& ctx) {
   const std::int64_t group = ctx.node().attr_int("group", 1);
   const WindowGeometry g = conv_geometry(ctx, x.shape(), w.shape(), group);
   const std::int64_t M = w.dim(0);
-  Tensor y(DType::float32, conv_output_shape(x.shape(), M, g));
+  // conv_core assigns every output (a product per group), so no zero fill
+  Tensor y = Tensor::uninitialized(DType::float32, conv_output_shape(x.shape(), M, g));
   conv_core<float>(x.data<float>(), x.shape(), w.data<float>(), w.shape(), group, g, 0.0f,
                    y.data<float>());
   if (const Tensor* b = ctx.optional_input(2)) {

@@ -53,7 +53,7 @@ void binary_op(OpContext& ctx) {
   const Dims out = broadcast_shapes(ctx, a.shape(), b.shape());
   dispatch<float, std::int8_t, std::uint8_t, std::int32_t, std::int64_t>(ctx, a.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor y(graph::dtype_of_v<T>, out);
+    Tensor y = Tensor::uninitialized(graph::dtype_of_v<T>, out);  // every element written below
     T* py = y.data<T>();
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
@@ -73,7 +73,7 @@ void binary_op(OpContext& ctx) {
 template <class F>
 void unary_float(OpContext& ctx, F&& f) {
   const Tensor& x = ctx.input(0, DType::float32);
-  Tensor y(DType::float32, x.shape());
+  Tensor y = Tensor::uninitialized(DType::float32, x.shape());  // every element written below
   const float* px = x.data<float>();
   float* py = y.data<float>();
   for (std::int64_t i = 0, n = x.size(); i < n; ++i) py[i] = f(px[i]);
@@ -91,7 +91,7 @@ inline void op_relu(OpContext& ctx) {
   const Tensor& x = ctx.input(0);
   dispatch<float, std::int8_t, std::int32_t, std::int64_t>(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor y(x.dtype(), x.shape());
+    Tensor y = Tensor::uninitialized(x.dtype(), x.shape());
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for (std::int64_t i = 0, n = x.size(); i < n; ++i) py[i] = px[i] > T(0) ? px[i] : T(0);
@@ -137,7 +137,7 @@ inline void op_clip(OpContext& ctx) {
         (i == 1 ? lo : hi) = b->data<T>()[0];
       }
     }
-    Tensor y(x.dtype(), x.shape());
+    Tensor y = Tensor::uninitialized(x.dtype(), x.shape());
     const T* px = x.data<T>();
     T* py = y.data<T>();
     for (std::int64_t i = 0, n = x.size(); i < n; ++i) {

@@ -58,7 +58,7 @@ inline void op_matmul(OpContext& ctx) {
   const Tensor& a = ctx.input(0, DType::float32);
   const Tensor& b = ctx.input(1, DType::float32);
   const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
-  Tensor y(DType::float32, s.out);
+  Tensor y = Tensor::uninitialized(DType::float32, s.out);  // assigned by the products (0 for K = 0)
   matmul_core<float>(a.data<float>(), b.data<float>(), s, y.data<float>());
   ctx.set_output(0, std::move(y));
 }
@@ -76,7 +76,7 @@ inline void op_gemm(OpContext& ctx) {
   if (K != Kb)
     ctx.fail("inner dimensions differ: A ", a.shape().to_string(), (ta ? " (transposed)" : ""), " and B ",
              b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
-  Tensor y(DType::float32, Dims{M, N});
+  Tensor y = Tensor::uninitialized(DType::float32, Dims{M, N});  // assigned by the product (0 for K = 0)
   ConstMatrixMap<float> A(a.data<float>(), a.dim(0), a.dim(1));
   ConstMatrixMap<float> B(b.data<float>(), b.dim(0), b.dim(1));
   MatrixMap<float> Y(y.data<float>(), M, N);
