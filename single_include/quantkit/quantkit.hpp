@@ -3637,6 +3637,15 @@ HWY_INLINE void QuantizeBlockWide(D d, const float* x, V f, V r, V lo, V hi, VI 
   const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBypass >= 2), true>(d, hn::LoadU(d, x + 3 * N), f, r, lo, hi);
   StoreQuantized4<Out, kStream>(hn::RebindToSigned<D>(), v0, v1, v2, v3, z, q);
 }
+// Two vectors (a row of 2 N values): one PackPair16 store; the second by Markstein's step.
+template <class Round, bool kDivide, bool kMarkstein, bool kStream, class Out, class D, class V = hn::Vec<D>,
+          class VI = hn::Vec<hn::RebindToSigned<D>>>
+HWY_INLINE void QuantizePairWide(D d, const float* x, V f, V r, V lo, V hi, VI z, Out* q) {
+  const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x), f, lo, hi);
+  const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x + hn::Lanes(d)), f, r, lo, hi);
+  const hn::Repartition<Out, hn::RebindToSigned<D>> d16;
+  StoreVec<kStream>(PackPair16(d16, v0, v1, z), d16, q);
+}
 #endif
 
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
@@ -3944,13 +3953,8 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
             QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x, f0, r0, lo0, hi0, z0, q);
             QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x1, f1, r1, lo1, hi1, z1, q1);
           } else {
-            const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x), f0, lo0, hi0);
-            const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x + N), f0, r0, lo0, hi0);
-            const auto v2 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x1), f1, lo1, hi1);
-            const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x1 + N), f1, r1, lo1, hi1);
-            const hn::Repartition<Out, decltype(di)> d16;
-            StoreVec<kStream>(PackPair16(d16, v0, v1, z0), d16, q);
-            StoreVec<kStream>(PackPair16(d16, v2, v3, z1), d16, q1);
+            QuantizePairWide<Round, kDivide, kMarkstein, kStream>(d, x, f0, r0, lo0, hi0, z0, q);
+            QuantizePairWide<Round, kDivide, kMarkstein, kStream>(d, x1, f1, r1, lo1, hi1, z1, q1);
           }
         } else {
           ByteBlockPacker<Out> pack0 = pack;
@@ -3998,10 +4002,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         for (; i + 4 * N <= n; i += 4 * N)
           QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
         if (i + 2 * N <= n) {
-          const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
-          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein, true>(d, hn::LoadU(d, x + i + N), f, r, lo, hi);
-          const hn::Repartition<Out, decltype(di)> d16;
-          StoreVec<kStream>(PackPair16(d16, v0, v1, z), d16, q + i);
+          QuantizePairWide<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, lo, hi, z, q + i);
           i += 2 * N;
         }
       } else {
