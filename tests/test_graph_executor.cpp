@@ -291,13 +291,17 @@ TEST_CASE("Gemm and MatMul") {
   check_floats(run1("MatMul", {f32({3}, {1, 2, 3}), f32({3, 1}, {1, 1, 1})}), {1}, {6});
   check_floats(run1("MatMul", {f32({2, 1, 2}, {1, 2, 3, 4}), f32({2, 1}, {1, 10})}), {2, 1, 1}, {21, 43});
   // K = 0: the outputs are not zero-filled before the products (Tensor::uninitialized), which
-  // must then write zeros themselves; a freed tensor of -1s first, so that leftover values
-  // would show.
+  // must then write zeros themselves; a freed tensor of -1s of the output's size first (the
+  // allocator hands that block out again), so that leftover values would show.
+  const auto junk = [](int n) { (void)Tensor::from_vector(Dims{n}, std::vector<float>(static_cast<std::size_t>(n), -1.0f)); };
   for (int round = 0; round < 3; ++round) {
-    { Tensor junk = Tensor::from_vector(Dims{64}, std::vector<float>(64, -1.0f)); }
+    junk(6);
     check_floats(run1("MatMul", {f32({2, 0}, {}), f32({0, 3}, {})}), {2, 3}, std::vector<float>(6, 0.0f), 0.0f);
+    junk(40);
     check_floats(run1("MatMul", {f32({2, 4, 0}, {}), f32({0, 5}, {})}), {2, 4, 5}, std::vector<float>(40, 0.0f), 0.0f);
+    junk(6);
     check_floats(run1("Gemm", {f32({2, 0}, {}), f32({3, 0}, {})}, {{"transB", I(1)}}), {2, 3}, std::vector<float>(6, 0.0f), 0.0f);
+    junk(6);
     check_floats(run1("Gemm", {f32({2, 0}, {}), f32({0, 3}, {}), f32({3}, {1, 2, 3})}), {2, 3}, {1, 2, 3, 1, 2, 3}, 0.0f);
   }
   CHECK(contains(error_of([&] { run1("MatMul", {a, a}); }), "inner dimensions differ"));
