@@ -1,7 +1,8 @@
 // Whole-model inference, batch 256, one thread: quantkit's IntegerMode (int8 QDQ graph run in
 // integers) and float executor on (a) the demo CNN (examples/data/demo) and (b) a 3-layer MLP
 // 1024 wide (1024 -> 1024 -> 1024 -> 1024, Gemm + Relu), and the int8 GEMM kernel alone at
-// M = 256, K = N = 1024 (u8 x s8). ONNX Runtime runs the same models, written here:
+// M = 256, K = N = 1024 (u8 x s8; and in float: quantkit::simd::gemm_f32, which the float
+// executor runs, and Eigen at this build's flags). ONNX Runtime runs the same models, written here:
 //
 //   build/bench/bench/bench_inference --qk_models=DIR [benchmark flags]
 //       writes DIR/{cnn,mlp}.{float,qdq,qop}.onnx, DIR/gemm_u8s8.onnx (MatMulInteger, B a
@@ -44,6 +45,7 @@
 #include <quantkit/onnx/export_qoperator.hpp>
 #include <quantkit/ptq.hpp>
 #include <quantkit/simd/gemm.hpp>
+#include <quantkit/simd/gemm_f32.hpp>
 
 namespace qk = quantkit;
 using qk::graph::DType;
@@ -326,6 +328,32 @@ void BM_Gemm(benchmark::State& state) {
   state.SetLabel(qk::simd::active_kernels().name);
 }
 
+// The float product of the MLP's layers: quantkit's GEMM (what the float executor runs) and
+// Eigen's (what it ran before; vectorized for this build's flags only, no dispatch).
+template <bool kEigen>
+void BM_GemmF32(benchmark::State& state) {
+  std::vector<float> a(static_cast<std::size_t>(kBatch * kWidth)), b(static_cast<std::size_t>(kWidth * kWidth));
+  std::vector<float> c(static_cast<std::size_t>(kBatch * kWidth));
+  Lcg rng(2);
+  for (auto& v : a) v = static_cast<float>(rng.uniform() * 2 - 1);
+  for (auto& v : b) v = static_cast<float>(rng.uniform() * 2 - 1);
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMatrix> A(a.data(), kBatch, kWidth), B(b.data(), kWidth, kWidth);
+  Eigen::Map<RowMatrix> C(c.data(), kBatch, kWidth);
+  for (auto _ : state) {
+    if constexpr (kEigen) {
+      C.noalias() = A * B;
+    } else {
+      qk::simd::gemm_f32(kBatch, kWidth, kWidth, a.data(), kWidth, false, b.data(), kWidth, false, c.data(), kWidth);
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kBatch * kWidth * kWidth / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(kEigen ? "this build's flags" : qk::simd::active_kernels().name);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -352,6 +380,10 @@ int main(int argc, char** argv) {
         ->Unit(benchmark::kMillisecond)->UseRealTime();
   }
   benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_packed_u8s8", BM_Gemm)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_f32", BM_GemmF32<false>)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/eigen_f32", BM_GemmF32<true>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::AddCustomContext("quantkit.models", dir);
   benchmark::AddCustomContext("quantkit.batch", std::to_string(kBatch));

@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
 #include <quantkit/executor.hpp>
+#include <quantkit/ref/gemm_f32.hpp>
 #include <quantkit/ref/quantize.hpp>
 #include <quantkit/tensor/span.hpp>
 
@@ -306,6 +308,47 @@ TEST_CASE("Gemm and MatMul") {
   }
   CHECK(contains(error_of([&] { run1("MatMul", {a, a}); }), "inner dimensions differ"));
   CHECK(contains(error_of([&] { run1("Gemm", {a, a}); }), "expected equal K"));
+}
+
+TEST_CASE("Gemm, MatMul and Conv: the reference's sums, the same for a row at any batch size") {
+  // The float products are quantkit::simd::gemm_f32: every output is ref::gemm_f32's value
+  // (products and sums rounded in order), so a sample's outputs do not depend on the batch it
+  // is in (a BLAS's matrix-vector and matrix-matrix paths differ in the last bit).
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const auto rnd = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = std::ldexp(u(rng), static_cast<int>(n % 7) - 3);
+    return v;
+  };
+  const std::int64_t B = 5, K = 37, N = 19;
+  const std::vector<float> x = rnd(B * K), w = rnd(N * K);
+  const Tensor wt = f32({N, K}, w);
+  const Tensor all = run1("Gemm", {f32({B, K}, x), wt}, {{"transB", I(1)}});
+  std::vector<float> want(static_cast<std::size_t>(B * N));
+  quantkit::ref::gemm_f32(B, N, K, x.data(), K, 1, w.data(), 1, K, want.data(), N);
+  CHECK(all.to_vector<float>() == want);
+  std::vector<float> w_kn(static_cast<std::size_t>(K * N));  // w transposed, for MatMul
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < N; ++j) w_kn[k * N + j] = w[j * K + k];
+  for (std::int64_t r = 0; r < B; ++r) {
+    const std::vector<float> row(x.begin() + r * K, x.begin() + (r + 1) * K);
+    const std::vector<float> one = run1("Gemm", {f32({1, K}, row), wt}, {{"transB", I(1)}}).to_vector<float>();
+    const std::vector<float> mm = run1("MatMul", {f32({K}, row), f32({K, N}, w_kn)}).to_vector<float>();
+    const std::vector<float> part(want.begin() + r * N, want.begin() + (r + 1) * N);
+    CHECK(one == part);
+    CHECK(mm == part);
+  }
+  // Conv: each image's outputs alone and in a batch of 3.
+  const std::vector<float> img = rnd(3 * 4 * 6 * 6), cw = rnd(5 * 4 * 3 * 3);
+  const Tensor cwt = f32({5, 4, 3, 3}, cw);
+  const Attrs pads = {{"pads", Is({1, 1, 1, 1})}};
+  const std::vector<float> batch = run1("Conv", {f32({3, 4, 6, 6}, img), cwt}, pads).to_vector<float>();
+  for (std::size_t n = 0; n < 3; ++n) {
+    const std::vector<float> one(img.begin() + n * 144, img.begin() + (n + 1) * 144);
+    const std::vector<float> y = run1("Conv", {f32({1, 4, 6, 6}, one), cwt}, pads).to_vector<float>();
+    CHECK(y == std::vector<float>(batch.begin() + n * 180, batch.begin() + (n + 1) * 180));
+  }
 }
 
 TEST_CASE("Softmax (opset 11 coerces to 2-D, opset 13 one axis), ReduceMean, BatchNormalization") {

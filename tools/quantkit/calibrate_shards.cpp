@@ -190,9 +190,9 @@ std::optional<ptq::QuantizedModel> run_shards(World& world, const graph::Graph& 
   }
   world.agree(error);
 
-  // Rows dealt in pairs and no 1-row batch unless the whole shard is one row: the float
-  // executor's Gemm/MatMul on a single row is Eigen's matrix-vector product, whose sums differ
-  // in the last bit from the matrix-matrix product of larger batches.
+  // Rows dealt in pairs and no 1-row batch unless the whole shard is one row: kept from when
+  // the float executor's Gemm/MatMul on a single row was Eigen's matrix-vector product (sums
+  // that differed in the last bit); simd::gemm_f32 gives a row the same sums at any batch size.
   const std::pair<std::int64_t, std::int64_t> rows_of_rank = data.shard(world.rank, world.ranks, 2);
   const std::int64_t begin = rows_of_rank.first, end = rows_of_rank.second;  // (lambdas capture them)
   const Dims sample = data.sample_shape();

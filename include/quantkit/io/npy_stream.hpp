@@ -214,8 +214,8 @@ class Dataset {
   // Rows [begin, end) of rank `rank` of `ranks`: contiguous, in rank order. With unit = 1 the
   // shard sizes differ by at most one; with unit = u > 1 rows are dealt in groups of u (the last
   // group takes the remainder), so that every non-empty shard holds at least u rows whenever the
-  // data does (quantize --calib-shards uses u = 2: a 1-row batch would run the model's
-  // products as matrix-vector products, whose float sums differ in the last bit).
+  // data does (quantize --calib-shards uses u = 2, from when a 1-row batch ran the model's
+  // products as matrix-vector products whose float sums differed in the last bit).
   std::pair<std::int64_t, std::int64_t> shard(int rank, int ranks, std::int64_t unit = 1) const {
     if (ranks < 1 || rank < 0 || rank >= ranks || unit < 1)
       quantkit::detail::fail("shard ", rank, " of ", ranks, " in units of ", unit,

@@ -268,6 +268,21 @@ struct GridHistogramArgs {
 
 struct GemmKernels;  // quantkit/simd/gemm_abi.hpp
 
+// C = A * B in float (quantkit/simd/gemm_f32.hpp): element (i, k) of A at a[i * a_row + k * a_col],
+// (k, j) of B at b[k * b_row + j * b_col] (strides in elements: transposes are strides), C
+// row-major with leading dimension ldc. Every C[i][j] is ((0 + p0) + p1) + ... + p(K-1) with
+// pk = A[i][k] * B[k][j], each product and sum rounded to float (no fused multiply-add), in
+// that order: quantkit::ref::gemm_f32's value on every target.
+struct GemmF32Args {
+  std::size_t m = 0, n = 0, k = 0;
+  const float* a = nullptr;
+  std::ptrdiff_t a_row = 0, a_col = 1;
+  const float* b = nullptr;
+  std::ptrdiff_t b_row = 0, b_col = 1;
+  float* c = nullptr;
+  std::size_t ldc = 0;
+};
+
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
 struct Kernels {
   std::int64_t target = 0;
@@ -285,6 +300,7 @@ struct Kernels {
   HistogramResult (*histogram)(const HistogramArgs&) = nullptr;
   std::size_t (*grid_histogram)(const GridHistogramArgs&) = nullptr;  // returns #counted
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
+  void (*gemm_f32)(const GemmF32Args&) = nullptr;  // float GEMM (quantkit/simd/gemm_f32.hpp)
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                        std::size_t n) = nullptr;

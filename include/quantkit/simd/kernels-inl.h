@@ -17,6 +17,7 @@
 #include "quantkit/simd/abi.hpp"
 #include "quantkit/simd/common-inl.h"
 #include "quantkit/simd/gemm-inl.h"
+#include "quantkit/simd/gemm_f32-inl.h"
 #include "quantkit/simd/lookup-inl.h"
 #include "quantkit/simd/quantize-inl.h"
 #include "quantkit/simd/reduce-inl.h"
@@ -45,6 +46,7 @@ const Kernels* GetKernelsT() {
     k.histogram = &Histogram;
     k.grid_histogram = &GridHistogram;
     k.gemm = GetGemmKernelsT<0>();
+    k.gemm_f32 = &GemmF32<0>;
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;
     k.depthwise_rows = &DepthwiseRows;

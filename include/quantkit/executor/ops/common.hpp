@@ -1,16 +1,18 @@
 // Helpers shared by the op families: axes, integer lists from inputs, broadcasting, dtype
-// dispatch, Eigen maps.
+// dispatch, Eigen maps, the matrix product.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
 
 #include "quantkit/executor/registry.hpp"
 #include "quantkit/graph/tensor.hpp"
+#include "quantkit/simd/gemm_f32.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -24,6 +26,27 @@ template <class T>
 using MatrixMap = Eigen::Map<RowMatrix<T>>;
 template <class T>
 using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
+
+// C (M x N, row-major, leading dimension N) = op(A) * op(B), A stored M x K (K x M when ta)
+// and B K x N (N x K when tb), row-major and dense. float goes through quantkit::simd::gemm_f32
+// (products and sums rounded in a fixed order: the same outputs on every machine and target);
+// the exact integer paths (int32) through Eigen.
+template <class T>
+void matrix_product(std::int64_t M, std::int64_t N, std::int64_t K, const T* a, bool ta, const T* b, bool tb, T* c) {
+  if constexpr (std::is_same<T, float>::value) {
+    simd::gemm_f32(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K), a,
+                   static_cast<std::size_t>(ta ? M : K), ta, b, static_cast<std::size_t>(tb ? K : N), tb, c,
+                   static_cast<std::size_t>(N));
+  } else {
+    ConstMatrixMap<T> A(a, ta ? K : M, ta ? M : K);
+    ConstMatrixMap<T> B(b, tb ? N : K, tb ? K : N);
+    MatrixMap<T> C(c, M, N);
+    if (ta && tb) C.noalias() = A.transpose() * B.transpose();
+    else if (ta) C.noalias() = A.transpose() * B;
+    else if (tb) C.noalias() = A * B.transpose();
+    else C.noalias() = A * B;
+  }
+}
 
 // axis in [-rank, rank) -> [0, rank); `what` names the attribute/input in the error.
 inline int normalize_axis(const OpContext& ctx, std::int64_t axis, int rank, const char* what = "axis") {

@@ -1,4 +1,5 @@
-// Convolution: window geometry (shared with pooling), im2col + Eigen GEMM, the float Conv op.
+// Convolution: window geometry (shared with pooling), im2col + matrix_product (float:
+// quantkit::simd::gemm_f32), the float Conv op.
 // 1-D, 2-D and 3-D; groups (depthwise), strides, pads, auto_pad, dilations.
 // ConvInteger and QLinearConv (ops/quantized.hpp) use conv_core<std::int32_t>.
 #pragma once
@@ -172,10 +173,7 @@ void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int6
         im2col(xg, Cg, g, pad, col.data());
         cp = col.data();
       }
-      ConstMatrixMap<T> wm(w + gi * Mg * Cg * K, Mg, Cg * K);
-      ConstMatrixMap<T> cm(cp, Cg * K, P);
-      MatrixMap<T> ym(y + (n * M + gi * Mg) * P, Mg, P);
-      ym.noalias() = wm * cm;
+      matrix_product<T>(Mg, P, Cg * K, w + gi * Mg * Cg * K, false, cp, false, y + (n * M + gi * Mg) * P);
     }
   }
 }

@@ -1,4 +1,5 @@
-// Gemm and MatMul (numpy semantics: 1-D promotion, broadcast batch dimensions), with Eigen.
+// Gemm and MatMul (numpy semantics: 1-D promotion, broadcast batch dimensions) on
+// matrix_product (float: quantkit::simd::gemm_f32).
 // MatMulInteger and QLinearMatMul (ops/quantized.hpp) use matmul_core<std::int32_t>.
 #pragma once
 
@@ -47,10 +48,7 @@ void matmul_core(const T* a, const T* b, const MatMulShape& s, T* out) {
   const Dims sa = broadcast_strides(s.a_batch, s.batch), sb = broadcast_strides(s.b_batch, s.batch);
   const std::int64_t am = s.M * s.K, bm = s.K * s.N, om = s.M * s.N;
   for_each_broadcast(s.batch, sa, sb, [&](std::int64_t o, std::int64_t ia, std::int64_t ib) {
-    ConstMatrixMap<T> A(a + ia * am, s.M, s.K);
-    ConstMatrixMap<T> B(b + ib * bm, s.K, s.N);
-    MatrixMap<T> C(out + o * om, s.M, s.N);
-    C.noalias() = A * B;
+    matrix_product<T>(s.M, s.N, s.K, a + ia * am, false, b + ib * bm, false, out + o * om);
   });
 }
 
@@ -77,14 +75,11 @@ inline void op_gemm(OpContext& ctx) {
     ctx.fail("inner dimensions differ: A ", a.shape().to_string(), (ta ? " (transposed)" : ""), " and B ",
              b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
   Tensor y = Tensor::uninitialized(DType::float32, Dims{M, N});  // assigned by the product (0 for K = 0)
-  ConstMatrixMap<float> A(a.data<float>(), a.dim(0), a.dim(1));
-  ConstMatrixMap<float> B(b.data<float>(), b.dim(0), b.dim(1));
-  MatrixMap<float> Y(y.data<float>(), M, N);
-  if (ta && tb) Y.noalias() = A.transpose() * B.transpose();
-  else if (ta) Y.noalias() = A.transpose() * B;
-  else if (tb) Y.noalias() = A * B.transpose();
-  else Y.noalias() = A * B;
-  if (alpha != 1.0f) Y *= alpha;
+  matrix_product<float>(M, N, K, a.data<float>(), ta, b.data<float>(), tb, y.data<float>());
+  if (alpha != 1.0f) {
+    float* py = y.data<float>();
+    for (std::int64_t i = 0; i < M * N; ++i) py[i] *= alpha;
+  }
   if (const Tensor* c = ctx.optional_input(2)) {
     if (c->dtype() != DType::float32) ctx.fail("input C has element type ", graph::to_string(c->dtype()), "; expected float32");
     if (beta != 0.0f) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "quantkit/ref/no_contract.hpp"
 #include "quantkit/simd/simd.hpp"
 
 namespace quantkit {
@@ -33,21 +34,9 @@ inline bool simd_reductions() {
 // Blocks the contiguous loops work on: 16 independent lanes vectorize at any SIMD width.
 inline constexpr int kLanes = 16;
 
-// Keeps the compiler from fusing a multiply with a following add (FMA contraction changes
-// float results; PyTorch's eager ops round every step).
-// (An empty asm statement the value must pass through; volatile elsewhere.)
-inline float rounded(float v) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-  __asm__ volatile("" : "+x"(v));
-  return v;
-#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
-  __asm__ volatile("" : "+w"(v));
-  return v;
-#else
-  volatile float t = v;
-  return t;
-#endif
-}
+// Keeps the compiler from fusing a multiply with a following add (PyTorch's eager ops round
+// every step).
+inline float rounded(float v) { return no_contract(v); }
 
 // Min and max of n values (stride in elements). Returns false when a NaN or an infinity was
 // among them (then mn/mx are not meaningful); otherwise widens [mn, mx] to include them.
