@@ -2086,10 +2086,11 @@ HWY_INLINE std::size_t SgemmLanes(D d) {
 #endif
 }
 
-// One kSgemmMR x 2N tile over all of K: ap holds K steps of kSgemmMR values, bp K steps of 2N.
-// Named accumulators, not an array (GCC 12 keeps arrays of vectors in memory).
+// One kRows x 2N tile over all of K: ap holds K steps of kSgemmMR values (the first kRows
+// used), bp K steps of 2N. Named accumulators, not an array (GCC 12 keeps arrays of vectors in
+// memory).
 #define QUANTKIT_SGEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <class D>
+template <std::size_t kRows, class D>
 HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
                           float* HWY_RESTRICT c, std::size_t ldc) {
   static_assert(kSgemmMR <= 8, "QUANTKIT_SGEMM_ROWS lists 8 rows");
@@ -2102,7 +2103,7 @@ HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RE
     const V b0 = hn::LoadU(d, bp);
     const V b1 = hn::LoadU(d, bp + N);
 #define QUANTKIT_SGEMM_STEP(r)                                  \
-  if constexpr ((r) < kSgemmMR) {                               \
+  if constexpr ((r) < kRows) {                                  \
     const V av = hn::Set(d, ap[r]);                             \
     c##r##0 = hn::Add(c##r##0, SgemmRounded(hn::Mul(av, b0)));  \
     c##r##1 = hn::Add(c##r##1, SgemmRounded(hn::Mul(av, b1)));  \
@@ -2111,7 +2112,7 @@ HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RE
 #undef QUANTKIT_SGEMM_STEP
   }
 #define QUANTKIT_SGEMM_STORE(r)                \
-  if constexpr ((r) < kSgemmMR) {              \
+  if constexpr ((r) < kRows) {                 \
     hn::StoreU(c##r##0, d, c + (r) * ldc);     \
     hn::StoreU(c##r##1, d, c + (r) * ldc + N); \
   }
@@ -2120,7 +2121,7 @@ HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RE
 }
 #if QUANTKIT_SGEMM_GNU_VECTORS
 // The same tile in 4-lane vector extensions (see QUANTKIT_SGEMM_GNU_VECTORS).
-template <class D>
+template <std::size_t kRows, class D>
 HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
                              float* HWY_RESTRICT c, std::size_t ldc) {
   using V = SgemmGnuVec;
@@ -2136,7 +2137,7 @@ HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_R
     const V b0 = load(bp);
     const V b1 = load(bp + 4);
 #define QUANTKIT_SGEMM_STEP(r)                          \
-  if constexpr ((r) < kSgemmMR) {                       \
+  if constexpr ((r) < kRows) {                          \
     const float a = ap[r];                              \
     const V av = V{a, a, a, a};                         \
     c##r##0 = c##r##0 + SgemmRoundedRaw(V(av * b0));    \
@@ -2146,7 +2147,7 @@ HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_R
 #undef QUANTKIT_SGEMM_STEP
   }
 #define QUANTKIT_SGEMM_STORE(r)                                \
-  if constexpr ((r) < kSgemmMR) {                              \
+  if constexpr ((r) < kRows) {                                 \
     std::memcpy(c + (r) * ldc, &c##r##0, sizeof(V));           \
     std::memcpy(c + (r) * ldc + 4, &c##r##1, sizeof(V));       \
   }
@@ -2156,14 +2157,33 @@ HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_R
 #endif
 #undef QUANTKIT_SGEMM_ROWS
 
-template <class D>
+template <std::size_t kRows, class D>
 HWY_INLINE void SgemmTileAny(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
                              float* HWY_RESTRICT c, std::size_t ldc) {
+  static_assert(kRows >= 1 && kRows <= kSgemmMR, "a tile has 1 .. kSgemmMR rows");
 #if QUANTKIT_SGEMM_GNU_VECTORS
-  SgemmTileGnu(d, ap, bp, K, c, ldc);
+  SgemmTileGnu<kRows>(d, ap, bp, K, c, ldc);
 #else
-  SgemmTile(d, ap, bp, K, c, ldc);
+  SgemmTile<kRows>(d, ap, bp, K, c, ldc);
 #endif
+}
+
+// The last rows of A (fewer than kSgemmMR): a tile of just those rows (a 1-row product, e.g. a
+// depthwise convolution's, costs one row's work, not kSgemmMR rows').
+template <class D>
+HWY_NOINLINE void SgemmTileRows(D d, std::size_t rows, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
+                                std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
+  constexpr std::size_t M = kSgemmMR;
+  switch (rows) {
+    case 1: return SgemmTileAny<1>(d, ap, bp, K, c, ldc);
+    case 2: return SgemmTileAny<(2 < M ? 2 : M)>(d, ap, bp, K, c, ldc);
+    case 3: return SgemmTileAny<(3 < M ? 3 : M)>(d, ap, bp, K, c, ldc);
+    case 4: return SgemmTileAny<(4 < M ? 4 : M)>(d, ap, bp, K, c, ldc);
+    case 5: return SgemmTileAny<(5 < M ? 5 : M)>(d, ap, bp, K, c, ldc);
+    case 6: return SgemmTileAny<(6 < M ? 6 : M)>(d, ap, bp, K, c, ldc);
+    case 7: return SgemmTileAny<(7 < M ? 7 : M)>(d, ap, bp, K, c, ldc);
+    default: return SgemmTileAny<M>(d, ap, bp, K, c, ldc);
+  }
 }
 
 // Rows i0 .. i0 + rows - 1 of A (rows <= kSgemmMR) as ap[k * kSgemmMR + r]; zeros below.
@@ -2247,9 +2267,11 @@ void GemmF32(const GemmF32Args& g) {
           const float* bp = bbuf.data() + p * nr * K;
           float* c = g.c + i * g.ldc + j;
           if (mr == MR && cols == nr) {
-            SgemmTileAny(d, ap, bp, K, c, g.ldc);
-          } else {  // an edge tile: through the local one, only its part of C written
-            SgemmTileAny(d, ap, bp, K, tile, nr);
+            SgemmTileAny<kSgemmMR>(d, ap, bp, K, c, g.ldc);
+          } else if (cols == nr) {
+            SgemmTileRows(d, mr, ap, bp, K, c, g.ldc);
+          } else {  // past the last column: through the local tile, only C's part written
+            SgemmTileRows(d, mr, ap, bp, K, tile, nr);
             for (std::size_t r = 0; r < mr; ++r) std::memcpy(c + r * g.ldc, tile + r * nr, cols * sizeof(float));
           }
         }

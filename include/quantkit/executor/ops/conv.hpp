@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
@@ -94,17 +95,19 @@ inline WindowGeometry window_geometry(const OpContext& ctx, const Dims& x_shape,
   return g;
 }
 
-// Column matrix (C*K rows, P columns) of one image x (C x in) with `pad` outside the input.
+// Column matrix (C*K rows, P columns, rows ld apart: P by default) of one image x (C x in) with
+// `pad` outside the input.
 template <class T>
-void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col) {
+void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col, std::int64_t ld = -1) {
   const std::int64_t P = g.out_size(), in_size = g.in_size();
+  if (ld < 0) ld = P;
   std::int64_t row = 0;
   for (std::int64_t c = 0; c < channels; ++c) {
     const T* src = x + c * in_size;
     for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
       for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
         for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++row) {
-          T* dst = col + row * P;
+          T* dst = col + row * ld;
           for (std::int64_t od = 0; od < g.out[0]; ++od) {
             const std::int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
             T* dst_d = dst + od * g.out[1] * g.out[2];
@@ -155,6 +158,43 @@ inline WindowGeometry conv_geometry(const OpContext& ctx, const Dims& x, const D
   return window_geometry(ctx, x, kernel);
 }
 
+// Small images (float): the columns of several images side by side, one product per group for
+// all of them (at least kConvColumns columns where the batch has them), then each image's rows
+// copied into place. Every output is the same sum as image by image (gemm_f32's sums do not
+// depend on the other columns); a product of 8 x 8 images alone is mostly per-call work.
+constexpr std::int64_t kConvColumns = 1024;
+
+inline void conv_images_together(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
+                                 const WindowGeometry& g, float pad, float* y) {
+  const std::int64_t N = xs[0], C = xs[1], M = ws[0];
+  const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
+  const std::int64_t in_size = g.in_size(), KK = Cg * K;
+  const bool pointwise = is_pointwise(g);
+  const std::int64_t chunk = std::min(N, (kConvColumns + P - 1) / P);
+  std::vector<float> col(static_cast<std::size_t>(KK * chunk * P));
+  std::vector<float> out(static_cast<std::size_t>(Mg * chunk * P));
+  for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
+    const std::int64_t nb = std::min(chunk, N - n0), W = nb * P;
+    for (std::int64_t gi = 0; gi < group; ++gi) {
+      for (std::int64_t j = 0; j < nb; ++j) {
+        const float* xg = x + ((n0 + j) * C + gi * Cg) * in_size;
+        if (pointwise) {  // the input planes are the columns (in_size == P)
+          for (std::int64_t c = 0; c < Cg; ++c)
+            std::copy(xg + c * in_size, xg + c * in_size + P, col.data() + c * W + j * P);
+        } else {
+          im2col(xg, Cg, g, pad, col.data() + j * P, W);
+        }
+      }
+      matrix_product<float>(Mg, W, KK, w + gi * Mg * KK, false, col.data(), false, out.data());
+      for (std::int64_t j = 0; j < nb; ++j)
+        for (std::int64_t m = 0; m < Mg; ++m) {
+          const float* src = out.data() + m * W + j * P;
+          std::copy(src, src + P, y + ((n0 + j) * M + gi * Mg + m) * P);
+        }
+    }
+  }
+}
+
 // y (N x M x out) = conv(x (N x C x in), w (M x C/group x kernel)) with `pad` outside x.
 // T is float (reference path) or std::int32_t (exact integer path).
 template <class T>
@@ -164,6 +204,9 @@ void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int6
   const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
   const std::int64_t in_size = g.in_size();
   const bool pointwise = is_pointwise(g);
+  if constexpr (std::is_same<T, float>::value) {
+    if (N > 1 && P < kConvColumns) return conv_images_together(x, xs, w, ws, group, g, pad, y);
+  }
   std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(Cg * K * P));
   for (std::int64_t n = 0; n < N; ++n) {
     for (std::int64_t gi = 0; gi < group; ++gi) {
