@@ -339,6 +339,9 @@ TEST_CASE("Gemm, MatMul and Conv: the reference's sums, the same for a row at an
     CHECK(one == part);
     CHECK(mm == part);
   }
+  // No input channels (K = 0 products), a batch of 2: zeros plus the bias.
+  check_floats(run1("Conv", {f32({2, 0, 3, 3}, {}), f32({2, 0, 2, 2}, {}), f32({2}, {1, -2})}), {2, 2, 2, 2},
+               {1, 1, 1, 1, -2, -2, -2, -2, 1, 1, 1, 1, -2, -2, -2, -2}, 0.0f);
   // Conv: each image's outputs alone and in a batch of 3.
   const std::vector<float> img = rnd(3 * 4 * 6 * 6), cw = rnd(5 * 4 * 3 * 3);
   const Tensor cwt = f32({5, 4, 3, 3}, cw);

@@ -159,10 +159,12 @@ inline WindowGeometry conv_geometry(const OpContext& ctx, const Dims& x, const D
 }
 
 // Small images (float): the columns of several images side by side, one product per group for
-// all of them (at least kConvColumns columns where the batch has them), then each image's rows
-// copied into place. Every output is the same sum as image by image (gemm_f32's sums do not
-// depend on the other columns); a product of 8 x 8 images alone is mostly per-call work.
+// all of them (at least kConvColumns columns where the batch has them, the column matrix within
+// kConvColumnFloats unless one image needs more), then each image's rows copied into place.
+// Every output is the same sum as image by image (gemm_f32's sums do not depend on the other
+// columns); a product of 8 x 8 images alone is mostly per-call work.
 constexpr std::int64_t kConvColumns = 1024;
+constexpr std::int64_t kConvColumnFloats = std::int64_t{1} << 22;  // 16 MB
 
 inline void conv_images_together(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
                                  const WindowGeometry& g, float pad, float* y) {
@@ -170,7 +172,8 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
   const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
   const std::int64_t in_size = g.in_size(), KK = Cg * K;
   const bool pointwise = is_pointwise(g);
-  const std::int64_t chunk = std::min(N, (kConvColumns + P - 1) / P);
+  const std::int64_t chunk =
+      std::max<std::int64_t>(1, std::min({N, (kConvColumns + P - 1) / P, KK > 0 ? kConvColumnFloats / (KK * P) : N}));
   std::vector<float> col(static_cast<std::size_t>(KK * chunk * P));
   std::vector<float> out(static_cast<std::size_t>(Mg * chunk * P));
   for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
