@@ -179,7 +179,7 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
   for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
     const std::int64_t nb = std::min(chunk, N - n0), W = nb * P;
     for (std::int64_t gi = 0; gi < group; ++gi) {
-      for (std::int64_t j = 0; j < nb; ++j) {
+      for (std::int64_t j = 0; j < nb && KK > 0; ++j) {  // (no input channels: no columns)
         const float* xg = x + ((n0 + j) * C + gi * Cg) * in_size;
         if (pointwise) {  // the input planes are the columns (in_size == P)
           for (std::int64_t c = 0; c < Cg; ++c)
