@@ -2186,7 +2186,8 @@ HWY_NOINLINE void SgemmTileRows(D d, std::size_t rows, const float* HWY_RESTRICT
   }
 }
 
-// Rows i0 .. i0 + rows - 1 of A (rows <= kSgemmMR) as ap[k * kSgemmMR + r]; zeros below.
+// Rows i0 .. i0 + rows - 1 of A (rows <= kSgemmMR) as ap[k * kSgemmMR + r]; the slots past
+// `rows` are left as they are (a slice of fewer rows is multiplied by a tile of just those rows).
 template <int kUnused = 0>
 void SgemmPackA(const GemmF32Args& g, std::size_t i0, std::size_t rows, float* HWY_RESTRICT ap) {
   const std::size_t K = g.k;
@@ -2201,8 +2202,6 @@ void SgemmPackA(const GemmF32Args& g, std::size_t i0, std::size_t rows, float* H
       for (std::size_t r = 0; r < rows; ++r) ap[k * kSgemmMR + r] = src[static_cast<std::ptrdiff_t>(r) * g.a_row];
     }
   }
-  for (std::size_t r = rows; r < kSgemmMR; ++r)
-    for (std::size_t k = 0; k < K; ++k) ap[k * kSgemmMR + r] = 0.0f;
 }
 
 // Columns j0 .. j0 + cols - 1 of B (cols <= nr) as bp[k * nr + col]; zeros right of them.
