@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <map>
 #include <random>
@@ -282,6 +283,174 @@ TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), global pools") {
   check_floats(run1("GlobalAveragePool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {1.5f, 4});
   check_floats(run1("GlobalMaxPool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {2, 5});
   CHECK(contains(error_of([&] { run1("MaxPool", {x}); }), "attribute 'kernel_shape' is missing"));
+}
+
+// The window ops' direct definitions, one output at a time with a bounds check per tap: what
+// the executor's im2col (ranges of copies) and pools (tap ranges, 2x2 fast paths) must equal.
+namespace {
+
+struct Window {
+  int s = 0;  // spatial dimensions
+  std::vector<std::int64_t> in, k, stride, dil, pb, pe;
+};
+
+Window random_window(std::mt19937& rng, int s) {
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  Window w;
+  w.s = s;
+  for (int i = 0; i < s; ++i) {
+    w.in.push_back(pick(1, s == 3 ? 5 : 11));
+    w.k.push_back(pick(1, 4));
+    w.stride.push_back(pick(1, 3));
+    w.dil.push_back(pick(1, 2));
+    w.pb.push_back(pick(0, 2));
+    w.pe.push_back(pick(0, 2));
+  }
+  return w;
+}
+
+Attrs window_attrs(const Window& w) {
+  std::vector<std::int64_t> pads = w.pb;
+  pads.insert(pads.end(), w.pe.begin(), w.pe.end());
+  return {{"kernel_shape", Is(w.k)}, {"strides", Is(w.stride)}, {"dilations", Is(w.dil)}, {"pads", Is(pads)}};
+}
+
+// Calls f(taps) for every output position (row-major over `out`) with the window's taps:
+// (flat input offset or -1 outside the input, inside the padded input).
+template <class F>
+void for_each_output(const Window& w, const std::vector<std::int64_t>& out, F f) {
+  std::vector<std::int64_t> o(out.size(), 0);
+  std::int64_t total = 1;
+  for (auto e : out) total *= e;
+  for (std::int64_t n = 0; n < total; ++n) {
+    std::vector<std::pair<std::int64_t, bool>> taps;
+    std::vector<std::int64_t> kk(static_cast<std::size_t>(w.s), 0);
+    std::int64_t ktotal = 1;
+    for (auto e : w.k) ktotal *= e;
+    for (std::int64_t t = 0; t < ktotal; ++t) {
+      std::int64_t at = 0;
+      bool inside = true, padded = true;
+      for (int d = 0; d < w.s; ++d) {
+        const std::int64_t c = o[d] * w.stride[d] - w.pb[d] + kk[d] * w.dil[d];
+        inside = inside && c >= 0 && c < w.in[d];
+        padded = padded && c < w.in[d] + w.pe[d];
+        at = at * w.in[d] + c;
+      }
+      taps.emplace_back(inside ? at : -1, padded);
+      for (int d = w.s - 1; d >= 0 && ++kk[d] == w.k[d]; --d) kk[d] = 0;
+    }
+    f(taps);
+    for (int d = w.s - 1; d >= 0 && ++o[d] == out[d]; --d) o[d] = 0;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the direct definitions bit for bit") {
+  std::mt19937 rng(2024);
+  std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+  int pools = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const int s = 1 + trial % 3;
+    const Window w = random_window(rng, s);
+    // im2col of 2 channels into rows ld apart (ld > P: the padding between rows stays untouched)
+    qk::ops::WindowGeometry g;
+    g.spatial = s;
+    bool fits = true;
+    for (int i = 0; i < s; ++i) {
+      const int d = qk::ops::max_spatial - s + i;
+      g.in[d] = w.in[i], g.kernel[d] = w.k[i], g.stride[d] = w.stride[i], g.dilation[d] = w.dil[i];
+      g.pad_begin[d] = w.pb[i], g.pad_end[d] = w.pe[i];
+      const std::int64_t span = w.in[i] + w.pb[i] + w.pe[i] - ((w.k[i] - 1) * w.dil[i] + 1);
+      fits = fits && span >= 0;
+      g.out[d] = span < 0 ? 0 : span / w.stride[i] + 1;
+    }
+    if (!fits) continue;
+    std::vector<std::int64_t> out(g.out.begin() + (qk::ops::max_spatial - s), g.out.end());
+    const std::int64_t C = 2, in_size = g.in_size(), P = g.out_size(), K = g.kernel_size(), ld = P + 3;
+    std::vector<float> x(static_cast<std::size_t>(C * in_size));
+    for (auto& v : x) v = u(rng);
+    std::vector<float> col(static_cast<std::size_t>(C * K * ld), 99.0f), want = col;
+    for (std::int64_t c = 0; c < C; ++c) {
+      std::int64_t p = 0;
+      for_each_output(w, out, [&](const std::vector<std::pair<std::int64_t, bool>>& taps) {
+        for (std::size_t t = 0; t < taps.size(); ++t)
+          want[static_cast<std::size_t>((c * K + static_cast<std::int64_t>(t)) * ld + p)] =
+              taps[t].first < 0 ? -7.0f : x[static_cast<std::size_t>(c * in_size + taps[t].first)];
+        ++p;
+      });
+    }
+    qk::ops::im2col(x.data(), C, g, -7.0f, col.data(), ld);
+    CHECK_MESSAGE(col == want, "im2col, trial " << trial);
+
+    // The pools, on 2 planes with NaNs (a NaN counts only as a window's first tap) and ties.
+    std::vector<float> xp(static_cast<std::size_t>(2 * in_size));
+    for (auto& v : xp) v = std::round(u(rng));
+    for (std::size_t i = 0; i < xp.size(); i += 7) xp[i] = std::nanf("");
+    std::vector<std::int64_t> shape{1, 2};
+    shape.insert(shape.end(), w.in.begin(), w.in.end());
+    const Tensor xt = f32(Dims::from(shape.begin(), shape.end()), xp);
+    Attrs a = window_attrs(w);
+    const std::vector<Tensor> mp = run_op("MaxPool", {xt}, a, 17, 2);
+    const Tensor mp1 = run1("MaxPool", {xt}, a);
+    a["count_include_pad"] = I(trial % 2);
+    const Tensor ap = run1("AveragePool", {xt}, a);
+    std::vector<float> want_max, want_avg;
+    std::vector<std::int64_t> want_idx;
+    for (std::int64_t pl = 0; pl < 2; ++pl)
+      for_each_output(w, out, [&](const std::vector<std::pair<std::int64_t, bool>>& taps) {
+        float best = -INFINITY;
+        double sum = 0.0;
+        std::int64_t best_at = -1, inside = 0, padded = 0;
+        for (const auto& t : taps) {
+          padded += t.second ? 1 : 0;
+          if (t.first < 0) continue;
+          const float v = xp[static_cast<std::size_t>(pl * in_size + t.first)];
+          if (best_at < 0 || v > best) best = v, best_at = t.first;
+          sum += v;
+          ++inside;
+        }
+        want_max.push_back(best);
+        want_idx.push_back(pl * in_size + best_at);
+        const std::int64_t count = trial % 2 ? padded : inside;
+        want_avg.push_back(count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f);
+      });
+    const auto same = [](const std::vector<float>& a, const std::vector<float>& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t i = 0; i < a.size(); ++i)
+        if (std::memcmp(&a[i], &b[i], sizeof(float)) != 0) return false;
+      return true;
+    };
+    CHECK_MESSAGE(same(mp[0].to_vector<float>(), want_max), "MaxPool, trial " << trial);
+    CHECK_MESSAGE(same(mp1.to_vector<float>(), want_max), "MaxPool without Indices, trial " << trial);
+    CHECK_MESSAGE(mp[1].to_vector<std::int64_t>() == want_idx, "MaxPool Indices, trial " << trial);
+    CHECK_MESSAGE(same(ap.to_vector<float>(), want_avg), "AveragePool, trial " << trial);
+    ++pools;
+  }
+  CHECK(pools > 150);
+  // 2x2 stride 2 (the fast paths) on 2 x 3 x 6 x 8, with a NaN as a window's first, second and
+  // last tap and tied signed zeros: the general loop's values (it runs when Indices are wanted).
+  std::vector<float> x(2 * 3 * 6 * 8);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 37 % 11) - 5);
+  x[0] = std::nanf("");                  // first tap of window (0, 0)
+  x[3] = std::nanf("");                  // second tap of window (0, 1): ignored
+  x[8 + 5] = std::nanf("");              // last tap of window (0, 2)
+  x[16] = -0.0f, x[17] = 0.0f, x[24] = 0.0f, x[25] = 0.0f;  // window (1, 0): -0 first, then tied +0s
+  const Tensor xt = f32({2, 3, 6, 8}, x);
+  const Tensor fast = run1("MaxPool", {xt}, {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}});
+  const Tensor general = run_op("MaxPool", {xt}, {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}}, 17, 2)[0];
+  const std::vector<float> f = fast.to_vector<float>(), gv = general.to_vector<float>();
+  REQUIRE(f.size() == gv.size());
+  CHECK(std::isnan(f[0]));
+  CHECK(f[1] == 3.0f);  // x[2], x[10], x[11] = 3, 2, -5 with the NaN x[3] skipped
+  CHECK(f[2] == 4.0f);  // x[4], x[5], x[12] = 0, 4, -1 with the NaN x[13] skipped
+  for (std::size_t i = 0; i < f.size(); ++i)
+    CHECK_MESSAGE(std::memcmp(&f[i], &gv[i], sizeof(float)) == 0, "output " << i << ": " << f[i] << " vs " << gv[i]);
+  CHECK(std::signbit(f[4]));  // -0 came first among the tied zeros
+  const Tensor avg = run1("AveragePool", {xt}, {{"kernel_shape", Is({2, 2})}, {"strides", Is({2, 2})}});
+  const std::vector<float> av = avg.to_vector<float>();
+  CHECK(av[5] == static_cast<float>((static_cast<double>(x[2 * 8 + 2]) + x[2 * 8 + 3] + x[3 * 8 + 2] + x[3 * 8 + 3]) / 4.0));
+  CHECK(std::isnan(av[0]));
 }
 
 TEST_CASE("Gemm and MatMul") {

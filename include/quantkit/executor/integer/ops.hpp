@@ -900,42 +900,9 @@ void op_int_requantize(OpContext& ctx) {
 // ------------------------------------------------------------------ pooling
 namespace detail {
 
-// Along one (padded-to-3) dimension, for every output index: the first window position, and
-// the kernel taps [k0, k1) that land inside the input (and [p0, p1) inside the padded input,
-// the end padding included, ceil-mode overhang excluded).
-struct WindowRange {
-  std::vector<std::int64_t> start, k0, k1, p0, p1;
-};
-inline WindowRange window_range(const ops::WindowGeometry& g, int d) {
-  WindowRange r;
-  const std::int64_t in = g.in[d], dil = g.dilation[d], K = g.kernel[d];
-  auto first_tap = [&](std::int64_t s, std::int64_t lo) {  // smallest k with s + k dil >= lo
-    return s >= lo ? 0 : std::min(K, (lo - s + dil - 1) / dil);
-  };
-  auto end_tap = [&](std::int64_t s, std::int64_t hi) {  // one past the largest k with s + k dil < hi
-    return s >= hi ? 0 : std::min(K, (hi - 1 - s) / dil + 1);
-  };
-  for (std::int64_t o = 0; o < g.out[d]; ++o) {
-    const std::int64_t s = o * g.stride[d] - g.pad_begin[d];
-    r.start.push_back(s);
-    r.k0.push_back(first_tap(s, 0));
-    r.k1.push_back(std::max(r.k0.back(), end_tap(s, in)));
-    r.p0.push_back(first_tap(s, -g.pad_begin[d]));
-    r.p1.push_back(std::max(r.p0.back(), end_tap(s, in + g.pad_end[d])));
-  }
-  return r;
-}
-
-// Non-overlapping 2-D windows: stride = kernel, no padding or dilation, the image a multiple
-// of the kernel (MaxPool/AveragePool 2x2 stride 2 on even sizes).
-inline bool tiled_windows(const ops::WindowGeometry& g) {
-  if (g.in[0] != 1 || g.kernel[0] != 1) return false;
-  for (int d = 1; d < 3; ++d)
-    if (g.stride[d] != g.kernel[d] || g.dilation[d] != 1 || g.pad_begin[d] != 0 || g.pad_end[d] != 0 ||
-        g.in[d] % g.kernel[d] != 0 || g.out[d] != g.in[d] / g.kernel[d])
-      return false;
-  return true;
-}
+using ops::detail::tiled_windows;
+using ops::detail::window_range;
+using ops::detail::WindowRange;
 
 // Reduces tiled windows over `planes` planes: out[plane, oh, ow] = f over the window, f
 // combining an accumulator Acc with values T (max: Acc = T, sum: Acc = int32), starting from

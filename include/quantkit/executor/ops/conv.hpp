@@ -96,37 +96,48 @@ inline WindowGeometry window_geometry(const OpContext& ctx, const Dims& x_shape,
 }
 
 // Column matrix (C*K rows, P columns, rows ld apart: P by default) of one image x (C x in) with
-// `pad` outside the input.
+// `pad` outside the input. Along the width, the output columns whose tap lands inside the input
+// are one range per kernel column: a copy (stride 1) or a strided gather, padding around it.
 template <class T>
 void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col, std::int64_t ld = -1) {
   const std::int64_t P = g.out_size(), in_size = g.in_size();
   if (ld < 0) ld = P;
+  const std::int64_t OW = g.out[2], IW = g.in[2], SW = g.stride[2];
   std::int64_t row = 0;
   for (std::int64_t c = 0; c < channels; ++c) {
     const T* src = x + c * in_size;
     for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
       for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
         for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++row) {
+          // output column ow reads input column ow * SW + off: inside for ow in [lo, hi)
+          const std::int64_t off = kw * g.dilation[2] - g.pad_begin[2];
+          const std::int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
+          const std::int64_t hi = std::max(lo, std::min(OW, off >= IW ? 0 : (IW - 1 - off) / SW + 1));
           T* dst = col + row * ld;
           for (std::int64_t od = 0; od < g.out[0]; ++od) {
             const std::int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-            T* dst_d = dst + od * g.out[1] * g.out[2];
+            T* dst_d = dst + od * g.out[1] * OW;
             if (id < 0 || id >= g.in[0]) {
-              std::fill(dst_d, dst_d + g.out[1] * g.out[2], pad);
+              std::fill(dst_d, dst_d + g.out[1] * OW, pad);
               continue;
             }
             for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
               const std::int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-              T* dst_h = dst_d + oh * g.out[2];
+              T* dst_h = dst_d + oh * OW;
               if (ih < 0 || ih >= g.in[1]) {
-                std::fill(dst_h, dst_h + g.out[2], pad);
+                std::fill(dst_h, dst_h + OW, pad);
                 continue;
               }
-              const T* src_row = src + (id * g.in[1] + ih) * g.in[2];
-              for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
-                const std::int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                dst_h[ow] = (iw < 0 || iw >= g.in[2]) ? pad : src_row[iw];
+              std::fill(dst_h, dst_h + lo, pad);
+              if (lo < hi) {
+                const T* s = src + (id * g.in[1] + ih) * IW + lo * SW + off;  // input column of lo
+                if (SW == 1) {
+                  std::copy(s, s + (hi - lo), dst_h + lo);
+                } else {
+                  for (std::int64_t ow = lo; ow < hi; ++ow) dst_h[ow] = s[(ow - lo) * SW];
+                }
               }
+              std::fill(dst_h + hi, dst_h + OW, pad);
             }
           }
         }

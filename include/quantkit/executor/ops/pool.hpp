@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
@@ -22,17 +23,62 @@ inline WindowGeometry pool_geometry(const OpContext& ctx, const Dims& x) {
   return window_geometry(ctx, x, kernel, node.attr_int("ceil_mode", 0) != 0);
 }
 
-// Calls f(out_offset, window...) for each output position of each (n, c) plane: the callback
-// receives the ranges of the window in each of the 3 (padded) dimensions.
-template <class F>
-void for_each_window(const WindowGeometry& g, F&& f) {
-  std::int64_t o = 0;
-  for (std::int64_t od = 0; od < g.out[0]; ++od)
-    for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
-      for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++o)
-        f(o, std::array<std::int64_t, 3>{od * g.stride[0] - g.pad_begin[0],
-                                         oh * g.stride[1] - g.pad_begin[1],
-                                         ow * g.stride[2] - g.pad_begin[2]});
+// Along one (padded-to-3) dimension, for every output index: the first window position, and
+// the kernel taps [k0, k1) that land inside the input (and [p0, p1) inside the padded input,
+// the end padding included, ceil-mode overhang excluded).
+struct WindowRange {
+  std::vector<std::int64_t> start, k0, k1, p0, p1;
+};
+inline WindowRange window_range(const WindowGeometry& g, int d) {
+  WindowRange r;
+  const std::int64_t in = g.in[d], dil = g.dilation[d], K = g.kernel[d];
+  auto first_tap = [&](std::int64_t s, std::int64_t lo) {  // smallest k with s + k dil >= lo
+    return s >= lo ? 0 : std::min(K, (lo - s + dil - 1) / dil);
+  };
+  auto end_tap = [&](std::int64_t s, std::int64_t hi) {  // one past the largest k with s + k dil < hi
+    return s >= hi ? 0 : std::min(K, (hi - 1 - s) / dil + 1);
+  };
+  for (std::int64_t o = 0; o < g.out[d]; ++o) {
+    const std::int64_t s = o * g.stride[d] - g.pad_begin[d];
+    r.start.push_back(s);
+    r.k0.push_back(first_tap(s, 0));
+    r.k1.push_back(std::max(r.k0.back(), end_tap(s, in)));
+    r.p0.push_back(first_tap(s, -g.pad_begin[d]));
+    r.p1.push_back(std::max(r.p0.back(), end_tap(s, in + g.pad_end[d])));
+  }
+  return r;
+}
+
+// Non-overlapping 2-D windows: stride = kernel, no padding or dilation, the image a multiple
+// of the kernel (MaxPool/AveragePool 2x2 stride 2 on even sizes).
+inline bool tiled_windows(const WindowGeometry& g) {
+  if (g.in[0] != 1 || g.kernel[0] != 1) return false;
+  for (int d = 1; d < 3; ++d)
+    if (g.stride[d] != g.kernel[d] || g.dilation[d] != 1 || g.pad_begin[d] != 0 || g.pad_end[d] != 0 ||
+        g.in[d] % g.kernel[d] != 0 || g.out[d] != g.in[d] / g.kernel[d])
+      return false;
+  return true;
+}
+
+// The maximum as MaxPool defines it here: the window's first tap (in d, h, w order), then any
+// strictly greater one; so a NaN wins only as the first tap, and equal values keep the first.
+template <class T>
+T max_step(T best, T v) {
+  return v > best ? v : best;
+}
+
+// 2x2 windows, stride 2, no padding: each output from its two rows (the common CNN pooling,
+// without the general loop's per-window bookkeeping).
+template <class T>
+void max_pool_2x2(const T* x, std::int64_t rows, std::int64_t in_w, T* y) {
+  const std::int64_t OW = in_w / 2;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* a = x + r * 2 * in_w;
+    const T* b = a + in_w;
+    T* o = y + r * OW;
+    for (std::int64_t ow = 0; ow < OW; ++ow)
+      o[ow] = max_step(max_step(max_step(a[2 * ow], a[2 * ow + 1]), b[2 * ow]), b[2 * ow + 1]);
+  }
 }
 
 }  // namespace detail
@@ -50,34 +96,47 @@ inline void op_max_pool(OpContext& ctx) {
     const T* px = x.data<T>();
     T* py = y.data<T>();
     std::int64_t* pi = want_idx ? idx.data<std::int64_t>() : nullptr;
-    const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
-    for (std::int64_t pl = 0; pl < planes; ++pl) {
-      const T* src = px + pl * in_size;
-      detail::for_each_window(g, [&](std::int64_t o, const std::array<std::int64_t, 3>& start) {
-        T best = std::numeric_limits<T>::lowest();
-        if constexpr (std::is_floating_point_v<T>) best = -std::numeric_limits<T>::infinity();
-        std::int64_t best_i = -1;
-        for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-          const std::int64_t d = start[0] + kd * g.dilation[0];
-          if (d < 0 || d >= g.in[0]) continue;
-          for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-            const std::int64_t h = start[1] + kh * g.dilation[1];
-            if (h < 0 || h >= g.in[1]) continue;
-            for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-              const std::int64_t w = start[2] + kw * g.dilation[2];
-              if (w < 0 || w >= g.in[2]) continue;
-              const T v = src[(d * g.in[1] + h) * g.in[2] + w];
-              if (best_i < 0 || v > best) {
-                best = v;
-                best_i = storage_order == 0 ? (d * g.in[1] + h) * g.in[2] + w
-                                            : (w * g.in[1] + h) * g.in[0] + d;
+    const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
+    if (!pi && detail::tiled_windows(g) && g.kernel[1] == 2 && g.kernel[2] == 2) {
+      detail::max_pool_2x2(px, planes * g.out[1], g.in[2], py);
+    } else {
+      const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),
+                                rw = detail::window_range(g, 2);
+      const std::int64_t H = g.in[1], W = g.in[2], dd = g.dilation[0], dh = g.dilation[1], dw = g.dilation[2];
+      std::int64_t o = 0;
+      for (std::int64_t pl = 0; pl < planes; ++pl) {
+        const T* src = px + pl * in_size;
+        for (std::int64_t od = 0; od < g.out[0]; ++od)
+          for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+            for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+              // an empty window (all padding) gives the lowest value and index -1 in the plane
+              T best = std::numeric_limits<T>::lowest();
+              if constexpr (std::is_floating_point_v<T>) best = -std::numeric_limits<T>::infinity();
+              std::int64_t best_at = -1;  // (d * H + h) * W + w of the best tap
+              for (std::int64_t kd = rd.k0[od]; kd < rd.k1[od]; ++kd) {
+                const std::int64_t d = rd.start[od] + kd * dd;
+                for (std::int64_t kh = rh.k0[oh]; kh < rh.k1[oh]; ++kh) {
+                  const std::int64_t row = (d * H + rh.start[oh] + kh * dh) * W + rw.start[ow];
+                  for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) {
+                    const T v = src[row + kw * dw];
+                    if (best_at < 0 || v > best) {
+                      best = v;
+                      best_at = row + kw * dw;
+                    }
+                  }
+                }
+              }
+              py[o] = best;
+              if (pi) {
+                std::int64_t at = best_at;
+                if (storage_order != 0 && at >= 0) {  // column-major position of (d, h, w)
+                  const std::int64_t d = at / (H * W), h = at / W % H, w = at % W;
+                  at = (w * H + h) * g.in[0] + d;
+                }
+                pi[o] = pl * in_size + at;
               }
             }
-          }
-        }
-        py[pl * P + o] = best;
-        if (pi) pi[pl * P + o] = pl * in_size + best_i;
-      });
+      }
     }
     ctx.set_output(0, std::move(y));
     if (want_idx) ctx.set_output(1, std::move(idx));
@@ -91,34 +150,47 @@ inline void op_average_pool(OpContext& ctx) {
   Tensor y(DType::float32, conv_output_shape(x.shape(), x.dim(1), g));
   const float* px = x.data<float>();
   float* py = y.data<float>();
-  const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
+  const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
+  // Sums in double, taps in d, h, w order; the count is the taps inside the input, or inside
+  // the padded input with count_include_pad (ceil-mode overhang excluded either way).
+  if (detail::tiled_windows(g) && g.kernel[1] == 2 && g.kernel[2] == 2) {
+    const std::int64_t rows = planes * g.out[1], W = g.in[2], OW = g.out[2];
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* a = px + r * 2 * W;
+      const float* b = a + W;
+      for (std::int64_t ow = 0; ow < OW; ++ow) {
+        double sum = 0.0;
+        sum += a[2 * ow];
+        sum += a[2 * ow + 1];
+        sum += b[2 * ow];
+        sum += b[2 * ow + 1];
+        py[r * OW + ow] = static_cast<float>(sum / 4.0);
+      }
+    }
+    ctx.set_output(0, std::move(y));
+    return;
+  }
+  const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),
+                            rw = detail::window_range(g, 2);
+  const std::int64_t H = g.in[1], W = g.in[2], dd = g.dilation[0], dh = g.dilation[1], dw = g.dilation[2];
+  std::int64_t o = 0;
   for (std::int64_t pl = 0; pl < planes; ++pl) {
     const float* src = px + pl * in_size;
-    detail::for_each_window(g, [&](std::int64_t o, const std::array<std::int64_t, 3>& start) {
-      double sum = 0.0;
-      std::int64_t inside = 0, padded = 0;
-      for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-        const std::int64_t d = start[0] + kd * g.dilation[0];
-        if (d >= g.in[0] + g.pad_end[0]) continue;
-        const bool din = d >= 0 && d < g.in[0];
-        for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-          const std::int64_t h = start[1] + kh * g.dilation[1];
-          if (h >= g.in[1] + g.pad_end[1]) continue;
-          const bool hin = h >= 0 && h < g.in[1];
-          for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-            const std::int64_t w = start[2] + kw * g.dilation[2];
-            if (w >= g.in[2] + g.pad_end[2]) continue;
-            ++padded;  // inside the padded input (ceil_mode overhang excluded)
-            if (din && hin && w >= 0 && w < g.in[2]) {
-              sum += src[(d * g.in[1] + h) * g.in[2] + w];
-              ++inside;
+    for (std::int64_t od = 0; od < g.out[0]; ++od)
+      for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+        for (std::int64_t ow = 0; ow < g.out[2]; ++ow, ++o) {
+          double sum = 0.0;
+          for (std::int64_t kd = rd.k0[od]; kd < rd.k1[od]; ++kd) {
+            const std::int64_t d = rd.start[od] + kd * dd;
+            for (std::int64_t kh = rh.k0[oh]; kh < rh.k1[oh]; ++kh) {
+              const float* row = src + (d * H + rh.start[oh] + kh * dh) * W + rw.start[ow];
+              for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += row[kw * dw];
             }
           }
+          const std::int64_t count = include_pad ? (rd.p1[od] - rd.p0[od]) * (rh.p1[oh] - rh.p0[oh]) * (rw.p1[ow] - rw.p0[ow])
+                                                 : (rd.k1[od] - rd.k0[od]) * (rh.k1[oh] - rh.k0[oh]) * (rw.k1[ow] - rw.k0[ow]);
+          py[o] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
         }
-      }
-      const std::int64_t count = include_pad ? padded : inside;
-      py[pl * P + o] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
-    });
   }
   ctx.set_output(0, std::move(y));
 }
