@@ -9,6 +9,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <quantkit/executor.hpp>
@@ -316,27 +317,29 @@ Attrs window_attrs(const Window& w) {
 }
 
 // Calls f(taps) for every output position (row-major over `out`) with the window's taps:
-// (flat input offset or -1 outside the input, inside the padded input).
+// (flat input offset or -1 outside the input, inside the padded input, column-major offset).
 template <class F>
 void for_each_output(const Window& w, const std::vector<std::int64_t>& out, F f) {
   std::vector<std::int64_t> o(out.size(), 0);
   std::int64_t total = 1;
   for (auto e : out) total *= e;
   for (std::int64_t n = 0; n < total; ++n) {
-    std::vector<std::pair<std::int64_t, bool>> taps;
+    std::vector<std::tuple<std::int64_t, bool, std::int64_t>> taps;
     std::vector<std::int64_t> kk(static_cast<std::size_t>(w.s), 0);
     std::int64_t ktotal = 1;
     for (auto e : w.k) ktotal *= e;
     for (std::int64_t t = 0; t < ktotal; ++t) {
-      std::int64_t at = 0;
+      std::int64_t at = 0, at_cm = 0;
       bool inside = true, padded = true;
       for (int d = 0; d < w.s; ++d) {
         const std::int64_t c = o[d] * w.stride[d] - w.pb[d] + kk[d] * w.dil[d];
         inside = inside && c >= 0 && c < w.in[d];
         padded = padded && c < w.in[d] + w.pe[d];
         at = at * w.in[d] + c;
+        const int r = w.s - 1 - d;
+        at_cm = at_cm * w.in[r] + (o[r] * w.stride[r] - w.pb[r] + kk[r] * w.dil[r]);
       }
-      taps.emplace_back(inside ? at : -1, padded);
+      taps.emplace_back(inside ? at : -1, padded, at_cm);
       for (int d = w.s - 1; d >= 0 && ++kk[d] == w.k[d]; --d) kk[d] = 0;
     }
     f(taps);
@@ -373,10 +376,12 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
     std::vector<float> col(static_cast<std::size_t>(C * K * ld), 99.0f), want = col;
     for (std::int64_t c = 0; c < C; ++c) {
       std::int64_t p = 0;
-      for_each_output(w, out, [&](const std::vector<std::pair<std::int64_t, bool>>& taps) {
-        for (std::size_t t = 0; t < taps.size(); ++t)
+      for_each_output(w, out, [&](const std::vector<std::tuple<std::int64_t, bool, std::int64_t>>& taps) {
+        for (std::size_t t = 0; t < taps.size(); ++t) {
+          const std::int64_t at = std::get<0>(taps[t]);
           want[static_cast<std::size_t>((c * K + static_cast<std::int64_t>(t)) * ld + p)] =
-              taps[t].first < 0 ? -7.0f : x[static_cast<std::size_t>(c * in_size + taps[t].first)];
+              at < 0 ? -7.0f : x[static_cast<std::size_t>(c * in_size + at)];
+        }
         ++p;
       });
     }
@@ -391,22 +396,26 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
     shape.insert(shape.end(), w.in.begin(), w.in.end());
     const Tensor xt = f32(Dims::from(shape.begin(), shape.end()), xp);
     Attrs a = window_attrs(w);
-    const std::vector<Tensor> mp = run_op("MaxPool", {xt}, a, 17, 2);
     const Tensor mp1 = run1("MaxPool", {xt}, a);
+    const bool column_major = trial % 4 >= 2;  // Indices in storage_order 1
+    if (column_major) a["storage_order"] = I(1);
+    const std::vector<Tensor> mp = run_op("MaxPool", {xt}, a, 17, 2);
+    a.erase("storage_order");
     a["count_include_pad"] = I(trial % 2);
     const Tensor ap = run1("AveragePool", {xt}, a);
     std::vector<float> want_max, want_avg;
     std::vector<std::int64_t> want_idx;
     for (std::int64_t pl = 0; pl < 2; ++pl)
-      for_each_output(w, out, [&](const std::vector<std::pair<std::int64_t, bool>>& taps) {
+      for_each_output(w, out, [&](const std::vector<std::tuple<std::int64_t, bool, std::int64_t>>& taps) {
         float best = -INFINITY;
         double sum = 0.0;
         std::int64_t best_at = -1, inside = 0, padded = 0;
         for (const auto& t : taps) {
-          padded += t.second ? 1 : 0;
-          if (t.first < 0) continue;
-          const float v = xp[static_cast<std::size_t>(pl * in_size + t.first)];
-          if (best_at < 0 || v > best) best = v, best_at = t.first;
+          padded += std::get<1>(t) ? 1 : 0;
+          const std::int64_t at = std::get<0>(t);
+          if (at < 0) continue;
+          const float v = xp[static_cast<std::size_t>(pl * in_size + at)];
+          if (best_at < 0 || v > best) best = v, best_at = column_major ? std::get<2>(t) : at;
           sum += v;
           ++inside;
         }
