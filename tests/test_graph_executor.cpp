@@ -352,10 +352,17 @@ void for_each_output(const Window& w, const std::vector<std::int64_t>& out, F f)
 TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the direct definitions bit for bit") {
   std::mt19937 rng(2024);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  int pools = 0;
+  int pools = 0, blocks = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const int s = 1 + trial % 3;
-    const Window w = random_window(rng, s);
+    Window w = random_window(rng, s);
+    if (trial % 4 == 1)  // "same" rows (unit strides, pads adding up to the window's reach)
+      for (int i = std::max(0, s - 2); i < s; ++i) {
+        const std::int64_t reach = (w.k[i] - 1) * w.dil[i];
+        w.stride[i] = 1;
+        w.pb[i] = std::uniform_int_distribution<std::int64_t>(0, reach)(rng);
+        w.pe[i] = reach - w.pb[i];
+      }
     // im2col of 2 channels into rows ld apart (ld > P: the padding between rows stays untouched)
     qk::ops::WindowGeometry g;
     g.spatial = s;
@@ -387,6 +394,30 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
     }
     qk::ops::im2col(x.data(), C, g, -7.0f, col.data(), ld);
     CHECK_MESSAGE(col == want, "im2col, trial " << trial);
+    // Depthwise Conv (group 2, 2 outputs per channel; 1-D and 2-D take the direct loop, 3-D
+    // and a NaN weight the column matrix): gemm_f32's sums over the zero-padded columns.
+    {
+      std::vector<float> cw(static_cast<std::size_t>(4 * K));
+      for (auto& v : cw) v = u(rng);
+      if (trial % 5 == 0) cw[0] = std::nanf("");
+      std::vector<float> zero_col = want, wy(static_cast<std::size_t>(4 * P));
+      for (auto& v : zero_col) v = v == -7.0f ? 0.0f : v;
+      for (std::int64_t gi = 0; gi < 2; ++gi)
+        quantkit::ref::gemm_f32(2, static_cast<std::size_t>(P), static_cast<std::size_t>(K), cw.data() + gi * 2 * K, K, 1,
+                                zero_col.data() + gi * K * ld, ld, 1, wy.data() + gi * 2 * P, static_cast<std::size_t>(P));
+      std::vector<std::int64_t> xs{1, 2}, ws{4, 1};
+      xs.insert(xs.end(), w.in.begin(), w.in.end());
+      ws.insert(ws.end(), w.k.begin(), w.k.end());
+      Attrs ca = window_attrs(w);
+      ca["group"] = I(2);
+      const std::vector<float> got = run1("Conv", {f32(Dims::from(xs.begin(), xs.end()), x), f32(Dims::from(ws.begin(), ws.end()), cw)}, ca).to_vector<float>();
+      REQUIRE(got.size() == wy.size());
+      bool same = true;
+      for (std::size_t i = 0; i < got.size(); ++i) same = same && std::memcmp(&got[i], &wy[i], sizeof(float)) == 0;
+      CHECK_MESSAGE(same, "depthwise Conv, trial " << trial);
+    }
+    // output rows as wide as the input's with unit strides: im2col copies each tap's rows as one block
+    blocks += w.stride.back() == 1 && (s < 2 || w.stride[s - 2] == 1) && out.back() == w.in.back() ? 1 : 0;
 
     // The pools, on 2 planes with NaNs (a NaN counts only as a window's first tap) and ties.
     std::vector<float> xp(static_cast<std::size_t>(2 * in_size));
@@ -437,6 +468,7 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
     ++pools;
   }
   CHECK(pools > 150);
+  CHECK(blocks > 20);
   // 2x2 stride 2 (the fast paths) on 2 x 3 x 6 x 8, with a NaN as a window's first, second and
   // last tap and tied signed zeros: the general loop's values (it runs when Indices are wanted).
   std::vector<float> x(2 * 3 * 6 * 8);

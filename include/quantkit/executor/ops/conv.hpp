@@ -1,17 +1,20 @@
 // Convolution: window geometry (shared with pooling), im2col + matrix_product (float:
-// quantkit::simd::gemm_f32), the float Conv op.
+// quantkit::simd::gemm_f32), a direct depthwise loop with the same sums, the float Conv op.
 // 1-D, 2-D and 3-D; groups (depthwise), strides, pads, auto_pad, dilations.
 // ConvInteger and QLinearConv (ops/quantized.hpp) use conv_core<std::int32_t>.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
+#include "quantkit/ref/no_contract.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -102,7 +105,8 @@ template <class T>
 void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col, std::int64_t ld = -1) {
   const std::int64_t P = g.out_size(), in_size = g.in_size();
   if (ld < 0) ld = P;
-  const std::int64_t OW = g.out[2], IW = g.in[2], SW = g.stride[2];
+  const std::int64_t OW = g.out[2], IW = g.in[2], SW = g.stride[2], OH = g.out[1], IH = g.in[1];
+  const bool rows_as_block = SW == 1 && g.stride[1] == 1 && OW == IW;
   std::int64_t row = 0;
   for (std::int64_t c = 0; c < channels; ++c) {
     const T* src = x + c * in_size;
@@ -114,23 +118,44 @@ void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T
           const std::int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
           const std::int64_t hi = std::max(lo, std::min(OW, off >= IW ? 0 : (IW - 1 - off) / SW + 1));
           T* dst = col + row * ld;
+          // rows oh reading input row oh + off_h: inside for oh in [h_lo, h_hi)
+          const std::int64_t off_h = kh * g.dilation[1] - g.pad_begin[1];
+          const std::int64_t h_lo = std::min(OH, std::max<std::int64_t>(0, -off_h));
+          const std::int64_t h_hi = std::max(h_lo, std::min(OH, IH - off_h));
           for (std::int64_t od = 0; od < g.out[0]; ++od) {
             const std::int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-            T* dst_d = dst + od * g.out[1] * OW;
+            T* dst_d = dst + od * OH * OW;
             if (id < 0 || id >= g.in[0]) {
-              std::fill(dst_d, dst_d + g.out[1] * OW, pad);
+              std::fill(dst_d, dst_d + OH * OW, pad);
+              continue;
+            }
+            if (rows_as_block && lo < hi) {
+              // Output rows have the input's pitch: the inside rows are one copy, then the
+              // columns outside [lo, hi) of each become padding (small images: one copy per
+              // tap instead of one per output row).
+              std::fill(dst_d, dst_d + h_lo * OW, pad);
+              if (h_lo < h_hi) {
+                const T* s = src + (id * IH + h_lo + off_h) * IW + lo + off;
+                std::copy(s, s + (h_hi - 1 - h_lo) * OW + (hi - lo), dst_d + h_lo * OW + lo);
+                for (std::int64_t oh = h_lo; oh < h_hi; ++oh) {
+                  T* r = dst_d + oh * OW;
+                  for (std::int64_t ow = 0; ow < lo; ++ow) r[ow] = pad;
+                  for (std::int64_t ow = hi; ow < OW; ++ow) r[ow] = pad;
+                }
+              }
+              std::fill(dst_d + h_hi * OW, dst_d + OH * OW, pad);
               continue;
             }
             for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
-              const std::int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+              const std::int64_t ih = oh * g.stride[1] + off_h;
               T* dst_h = dst_d + oh * OW;
-              if (ih < 0 || ih >= g.in[1]) {
+              if (ih < 0 || ih >= IH) {
                 std::fill(dst_h, dst_h + OW, pad);
                 continue;
               }
               std::fill(dst_h, dst_h + lo, pad);
               if (lo < hi) {
-                const T* s = src + (id * g.in[1] + ih) * IW + lo * SW + off;  // input column of lo
+                const T* s = src + (id * IH + ih) * IW + lo * SW + off;  // input column of lo
                 if (SW == 1) {
                   std::copy(s, s + (hi - lo), dst_h + lo);
                 } else {
@@ -209,6 +234,69 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
   }
 }
 
+// acc[i] = acc[i] + w * x[i * stride] for i < n, the product rounded before the sum (no FMA
+// contraction: the values gemm_f32 gives). Four lanes at a time where GNU vectors exist.
+inline void multiply_add_row(float* acc, const float* x, std::int64_t n, std::int64_t stride, float w) {
+  std::int64_t i = 0;
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__aarch64__))
+  if (stride == 1) {
+    typedef float f32x4 __attribute__((vector_size(16)));
+    const f32x4 wv = {w, w, w, w};
+    for (; i + 4 <= n; i += 4) {
+      f32x4 xv, av;
+      std::memcpy(&xv, x + i, sizeof xv);
+      std::memcpy(&av, acc + i, sizeof av);
+      f32x4 p = xv * wv;
+#if defined(__x86_64__)
+      __asm__ volatile("" : "+x"(p));
+#else
+      __asm__ volatile("" : "+w"(p));
+#endif
+      av = av + p;
+      std::memcpy(acc + i, &av, sizeof av);
+    }
+  }
+#endif
+  for (; i < n; ++i) acc[i] = acc[i] + quantkit::detail::no_contract(w * x[i * stride]);
+}
+
+// Depthwise float Conv (one input channel per group, 1-D or 2-D) without im2col and 1-row
+// products: each output sums w * x over the window's taps in order from +0, as gemm_f32 does
+// over the column matrix; a padding tap's w * 0 is a signed zero there, which leaves any sum
+// unchanged, so it is skipped (the caller makes sure no weight is inf or NaN, where w * 0 is NaN).
+inline void conv_depthwise(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
+                           const WindowGeometry& g, float* y) {
+  const std::int64_t N = xs[0], M = ws[0], Mg = M / group, K = g.kernel_size(), P = g.out_size();
+  const std::int64_t in_size = g.in_size(), OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2];
+  const std::int64_t SH = g.stride[1], SW = g.stride[2];
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t m = 0; m < M; ++m) {
+      const float* src = x + (n * group + m / Mg) * in_size;
+      const float* wm = w + m * K;
+      float* out = y + (n * M + m) * P;
+      std::fill(out, out + P, 0.0f);
+      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+          const float wk = wm[kh * g.kernel[2] + kw];
+          const std::int64_t off = kw * g.dilation[2] - g.pad_begin[2];
+          const std::int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
+          const std::int64_t hi = std::max(lo, std::min(OW, off >= IW ? 0 : (IW - 1 - off) / SW + 1));
+          if (lo == hi) continue;
+          for (std::int64_t oh = 0; oh < OH; ++oh) {
+            const std::int64_t ih = oh * SH + kh * g.dilation[1] - g.pad_begin[1];
+            if (ih < 0 || ih >= IH) continue;
+            multiply_add_row(out + oh * OW + lo, src + ih * IW + lo * SW + off, hi - lo, SW, wk);
+          }
+        }
+    }
+}
+
+inline bool all_finite(const float* v, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(v[i])) return false;
+  return true;
+}
+
 // y (N x M x out) = conv(x (N x C x in), w (M x C/group x kernel)) with `pad` outside x.
 // T is float (reference path) or std::int32_t (exact integer path).
 template <class T>
@@ -219,6 +307,8 @@ void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int6
   const std::int64_t in_size = g.in_size();
   const bool pointwise = is_pointwise(g);
   if constexpr (std::is_same<T, float>::value) {
+    if (Cg == 1 && g.spatial <= 2 && pad == 0.0f && all_finite(w, M * K))
+      return conv_depthwise(x, xs, w, ws, group, g, y);
     if (N > 1 && P < kConvColumns) return conv_images_together(x, xs, w, ws, group, g, pad, y);
   }
   std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(Cg * K * P));
