@@ -234,60 +234,63 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
   }
 }
 
-// acc[i] = acc[i] + w * x[i * stride] for i < n, the product rounded before the sum (no FMA
-// contraction: the values gemm_f32 gives). Four lanes at a time where GNU vectors exist.
-inline void multiply_add_row(float* acc, const float* x, std::int64_t n, std::int64_t stride, float w) {
-  std::int64_t i = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__aarch64__))
-  if (stride == 1) {
-    typedef float f32x4 __attribute__((vector_size(16)));
-    const f32x4 wv = {w, w, w, w};
-    for (; i + 4 <= n; i += 4) {
-      f32x4 xv, av;
-      std::memcpy(&xv, x + i, sizeof xv);
-      std::memcpy(&av, acc + i, sizeof av);
-      f32x4 p = xv * wv;
-#if defined(__x86_64__)
-      __asm__ volatile("" : "+x"(p));
-#else
-      __asm__ volatile("" : "+w"(p));
-#endif
-      av = av + p;
-      std::memcpy(acc + i, &av, sizeof av);
-    }
-  }
-#endif
-  for (; i < n; ++i) acc[i] = acc[i] + quantkit::detail::no_contract(w * x[i * stride]);
-}
-
 // Depthwise float Conv (one input channel per group, 1-D or 2-D) without im2col and 1-row
 // products: each output sums w * x over the window's taps in order from +0, as gemm_f32 does
-// over the column matrix; a padding tap's w * 0 is a signed zero there, which leaves any sum
-// unchanged, so it is skipped (the caller makes sure no weight is inf or NaN, where w * 0 is NaN).
+// over the column matrix. The input plane is copied into a zero border once; a padding tap's
+// w * 0 is a signed zero, which leaves any sum unchanged (the caller makes sure no weight is inf
+// or NaN, where w * 0 is NaN). Products are rounded before the sum (no FMA contraction: an asm
+// barrier), four outputs at a time where GNU vectors exist.
 inline void conv_depthwise(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
                            const WindowGeometry& g, float* y) {
-  const std::int64_t N = xs[0], M = ws[0], Mg = M / group, K = g.kernel_size(), P = g.out_size();
-  const std::int64_t in_size = g.in_size(), OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2];
-  const std::int64_t SH = g.stride[1], SW = g.stride[2];
+  const std::int64_t N = xs[0], M = ws[0], Mg = M / group, P = g.out_size(), in_size = g.in_size();
+  const std::int64_t OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2], KH = g.kernel[1], KW = g.kernel[2];
+  const std::int64_t SH = g.stride[1], SW = g.stride[2], DH = g.dilation[1], DW = g.dilation[2];
+  const std::int64_t PW = IW + g.pad_begin[2] + g.pad_end[2], PH = IH + g.pad_begin[1] + g.pad_end[1];
+  std::vector<float> padded(static_cast<std::size_t>(PH * PW), 0.0f);  // the border stays zero
   for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t m = 0; m < M; ++m) {
-      const float* src = x + (n * group + m / Mg) * in_size;
-      const float* wm = w + m * K;
-      float* out = y + (n * M + m) * P;
-      std::fill(out, out + P, 0.0f);
-      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
-        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const float wk = wm[kh * g.kernel[2] + kw];
-          const std::int64_t off = kw * g.dilation[2] - g.pad_begin[2];
-          const std::int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
-          const std::int64_t hi = std::max(lo, std::min(OW, off >= IW ? 0 : (IW - 1 - off) / SW + 1));
-          if (lo == hi) continue;
-          for (std::int64_t oh = 0; oh < OH; ++oh) {
-            const std::int64_t ih = oh * SH + kh * g.dilation[1] - g.pad_begin[1];
-            if (ih < 0 || ih >= IH) continue;
-            multiply_add_row(out + oh * OW + lo, src + ih * IW + lo * SW + off, hi - lo, SW, wk);
+    for (std::int64_t c = 0; c < group; ++c) {
+      const float* src = x + (n * group + c) * in_size;
+      for (std::int64_t ih = 0; ih < IH; ++ih)
+        std::copy(src + ih * IW, src + (ih + 1) * IW, padded.data() + (ih + g.pad_begin[1]) * PW + g.pad_begin[2]);
+      for (std::int64_t m = c * Mg; m < (c + 1) * Mg; ++m) {
+        const float* wm = w + m * KH * KW;
+        float* out = y + (n * M + m) * P;
+        for (std::int64_t oh = 0; oh < OH; ++oh) {
+          const float* rows = padded.data() + oh * SH * PW;  // the window's first row
+          float* o = out + oh * OW;
+          std::int64_t ow = 0;
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__aarch64__))
+          if (SW == 1) {
+            typedef float f32x4 __attribute__((vector_size(16)));
+            for (; ow + 4 <= OW; ow += 4) {
+              f32x4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
+              for (std::int64_t kh = 0; kh < KH; ++kh)
+                for (std::int64_t kw = 0; kw < KW; ++kw) {
+                  f32x4 xv;
+                  std::memcpy(&xv, rows + kh * DH * PW + ow + kw * DW, sizeof xv);
+                  const float wk = wm[kh * KW + kw];
+                  const f32x4 wv = {wk, wk, wk, wk};
+                  f32x4 p = xv * wv;
+#if defined(__x86_64__)
+                  __asm__ volatile("" : "+x"(p));
+#else
+                  __asm__ volatile("" : "+w"(p));
+#endif
+                  acc = acc + p;
+                }
+              std::memcpy(o + ow, &acc, sizeof acc);
+            }
+          }
+#endif
+          for (; ow < OW; ++ow) {
+            float acc = 0.0f;
+            for (std::int64_t kh = 0; kh < KH; ++kh)
+              for (std::int64_t kw = 0; kw < KW; ++kw)
+                acc = acc + quantkit::detail::no_contract(wm[kh * KW + kw] * rows[kh * DH * PW + ow * SW + kw * DW]);
+            o[ow] = acc;
           }
         }
+      }
     }
 }
 
