@@ -124,27 +124,14 @@ inline ops::WindowGeometry pool_window(const TracedGraph& t, const graph::Node& 
 // counts them: with count_include_pad the padded extent (ceil_mode overhang excluded), else
 // the elements inside the input.
 inline std::vector<std::int64_t> window_counts(const ops::WindowGeometry& g, bool include_pad) {
-  std::vector<std::int64_t> counts(static_cast<std::size_t>(g.out_size()));
-  ops::detail::for_each_window(g, [&](std::int64_t o, const std::array<std::int64_t, 3>& start) {
-    std::int64_t inside = 0, padded = 0;
-    for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const std::int64_t d = start[0] + kd * g.dilation[0];
-      if (d >= g.in[0] + g.pad_end[0]) continue;
-      const bool din = d >= 0 && d < g.in[0];
-      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const std::int64_t h = start[1] + kh * g.dilation[1];
-        if (h >= g.in[1] + g.pad_end[1]) continue;
-        const bool hin = h >= 0 && h < g.in[1];
-        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const std::int64_t w = start[2] + kw * g.dilation[2];
-          if (w >= g.in[2] + g.pad_end[2]) continue;
-          ++padded;
-          inside += din && hin && w >= 0 && w < g.in[2];
-        }
-      }
-    }
-    counts[static_cast<std::size_t>(o)] = include_pad ? padded : inside;
-  });
+  const ops::detail::WindowRange rd = ops::detail::window_range(g, 0), rh = ops::detail::window_range(g, 1),
+                                 rw = ops::detail::window_range(g, 2);
+  std::vector<std::int64_t> counts;
+  counts.reserve(static_cast<std::size_t>(g.out_size()));
+  for (std::int64_t od = 0; od < g.out[0]; ++od)
+    for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (std::int64_t ow = 0; ow < g.out[2]; ++ow)
+        counts.push_back(ops::detail::window_count(rd, rh, rw, od, oh, ow, include_pad));
   return counts;
 }
 

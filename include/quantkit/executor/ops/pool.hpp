@@ -49,6 +49,14 @@ inline WindowRange window_range(const WindowGeometry& g, int d) {
   return r;
 }
 
+// Taps of window (od, oh, ow) inside the input, or with include_pad inside the padded input
+// (the end padding included, ceil-mode overhang excluded): AveragePool's divisor.
+inline std::int64_t window_count(const WindowRange& rd, const WindowRange& rh, const WindowRange& rw, std::int64_t od,
+                                 std::int64_t oh, std::int64_t ow, bool include_pad) {
+  if (include_pad) return (rd.p1[od] - rd.p0[od]) * (rh.p1[oh] - rh.p0[oh]) * (rw.p1[ow] - rw.p0[ow]);
+  return (rd.k1[od] - rd.k0[od]) * (rh.k1[oh] - rh.k0[oh]) * (rw.k1[ow] - rw.k0[ow]);
+}
+
 // Non-overlapping 2-D windows: stride = kernel, no padding or dilation, the image a multiple
 // of the kernel (MaxPool/AveragePool 2x2 stride 2 on even sizes).
 inline bool tiled_windows(const WindowGeometry& g) {
@@ -187,8 +195,7 @@ inline void op_average_pool(OpContext& ctx) {
               for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += row[kw * dw];
             }
           }
-          const std::int64_t count = include_pad ? (rd.p1[od] - rd.p0[od]) * (rh.p1[oh] - rh.p0[oh]) * (rw.p1[ow] - rw.p0[ow])
-                                                 : (rd.k1[od] - rd.k0[od]) * (rh.k1[oh] - rh.k0[oh]) * (rw.k1[ow] - rw.k0[ow]);
+          const std::int64_t count = detail::window_count(rd, rh, rw, od, oh, ow, include_pad);
           py[o] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
         }
   }
