@@ -987,8 +987,9 @@ inline void max_pool_int8(OpContext& ctx) {
             for (std::int64_t kd = d_k0[od]; kd < d_k1[od]; ++kd) {
               const std::int64_t d = d_start[od] + kd * dd;
               for (std::int64_t kh = h_k0[oh]; kh < h_k1[oh]; ++kh) {
-                const T* row = src + (d * h_in + h_start[oh] + kh * dh) * w_in + w_start[ow];
-                for (std::int64_t kw = w_k0[ow]; kw < w_k1[ow]; ++kw) best = std::max(best, row[kw * dw]);
+                // (an offset, not a pointer: the window may start left of the plane)
+                const std::int64_t row = (d * h_in + h_start[oh] + kh * dh) * w_in + w_start[ow];
+                for (std::int64_t kw = w_k0[ow]; kw < w_k1[ow]; ++kw) best = std::max(best, src[row + kw * dw]);
               }
             }
             *py++ = best;
@@ -1063,8 +1064,8 @@ void op_int_average_pool(OpContext& ctx) {
             for (std::int64_t kd = rd.k0[od]; kd < rd.k1[od]; ++kd) {
               const std::int64_t d = rd.start[od] + kd * dd;
               for (std::int64_t kh = rh.k0[oh]; kh < rh.k1[oh]; ++kh) {
-                const T* row = src + (d * h_in + rh.start[oh] + kh * dh) * w_in + rw.start[ow];
-                for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += row[kw * dw];
+                const std::int64_t row = (d * h_in + rh.start[oh] + kh * dh) * w_in + rw.start[ow];  // (an offset)
+                for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += src[row + kw * dw];
               }
             }
             *out++ = sum - zp * static_cast<std::int32_t>(inside[static_cast<std::size_t>(o)]);

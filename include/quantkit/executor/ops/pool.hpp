@@ -191,8 +191,9 @@ inline void op_average_pool(OpContext& ctx) {
           for (std::int64_t kd = rd.k0[od]; kd < rd.k1[od]; ++kd) {
             const std::int64_t d = rd.start[od] + kd * dd;
             for (std::int64_t kh = rh.k0[oh]; kh < rh.k1[oh]; ++kh) {
-              const float* row = src + (d * H + rh.start[oh] + kh * dh) * W + rw.start[ow];
-              for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += row[kw * dw];
+              // (an offset, not a pointer: the window may start left of the plane)
+              const std::int64_t row = (d * H + rh.start[oh] + kh * dh) * W + rw.start[ow];
+              for (std::int64_t kw = rw.k0[ow]; kw < rw.k1[ow]; ++kw) sum += src[row + kw * dw];
             }
           }
           const std::int64_t count = detail::window_count(rd, rh, rw, od, oh, ow, include_pad);
