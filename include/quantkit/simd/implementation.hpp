@@ -43,14 +43,21 @@ namespace detail {
 
 const Kernels* dynamic_kernels() noexcept { return HWY_DYNAMIC_DISPATCH(GetKernelTable)(); }
 
+// The table entry of exactly that target: calling any other entry to ask for its target would
+// run its code (an AVX-512 target's table is built with AVX-512 stores: SIGILL on AVX2 CPUs).
+// Highway's table: entry 0 chooses, then one entry per dynamic target (ChosenTarget's bit
+// order), then the fallback (SCALAR or EMU128).
 const Kernels* dynamic_kernels_for(std::int64_t target) noexcept {
-  if ((hwy::SupportedTargets() & target) == 0) return nullptr;
-  for (const auto fn : HWY_DISPATCH_TABLE(GetKernelTable)) {
-    if (fn == nullptr) continue;
-    const Kernels* k = fn();
-    if (k->target == target) return k;
-  }
-  return nullptr;
+  if (target == 0 || (target & (target - 1)) != 0) return nullptr;  // one target bit
+  if ((hwy::SupportedTargets() & HWY_TARGETS & target) == 0) return nullptr;
+  const std::int64_t chosen =
+      (target & (HWY_SCALAR | HWY_EMU128)) != 0 ? HWY_CHOSEN_TARGET_MASK_SCALAR : HWY_CHOSEN_TARGET_SHIFT(target);
+  if (chosen == 0) return nullptr;
+  const std::size_t index = hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<std::uint64_t>(chosen));
+  constexpr std::size_t entries = sizeof(HWY_DISPATCH_TABLE(GetKernelTable)) / sizeof(HWY_DISPATCH_TABLE(GetKernelTable)[0]);
+  if (index == 0 || index >= entries || HWY_DISPATCH_TABLE(GetKernelTable)[index] == nullptr) return nullptr;
+  const Kernels* k = HWY_DISPATCH_TABLE(GetKernelTable)[index]();
+  return k->target == target ? k : nullptr;
 }
 
 std::size_t dynamic_available(const Kernels** out, std::size_t capacity) noexcept {
