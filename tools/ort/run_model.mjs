@@ -12,6 +12,16 @@
 //   --threads N            intra-op threads (default 1; inter-op is always 1, sequential)
 //   --graph-optimization   ONNX Runtime's graph optimization level (default all, what users
 //                          get; disabled runs the graph as written, node by node)
+//   --x64-quant-precision on|off|auto
+//                          ONNX Runtime's session.x64quantprecision (default off, what users get).
+//                          On x86-64 CPUs without VNNI, ONNX Runtime's uint8 x int8 kernels sum
+//                          each pair of products with VPMADDUBSW, saturating at int16 (255 x 127 x 2
+//                          = 64770): results differ from the integer arithmetic the model states
+//                          wherever a pair overflows. "on" makes ONNX Runtime shift the int8
+//                          weights to uint8 (exact uint8 x uint8 kernels); ORT does that as a
+//                          level-2 rewrite, so it needs --graph-optimization extended or all.
+//                          "auto": on, and at least extended, only on such CPUs (what the exactness
+//                          tests use: elsewhere the default kernels are exact and are what is checked)
 //
 // Exit status: 0 done, 1 the model or a file failed, 2 usage error, 3 onnxruntime-node is not
 // installed (run tools/ort/install.sh).
@@ -42,8 +52,8 @@ export function loadOrt() {
 
 function parseArgs(argv) {
   const usage = 'usage: node tools/ort/run_model.mjs MODEL.onnx --input NAME=X.npy [--input ...] ' +
-    '--output-dir DIR [--threads N] [--graph-optimization all|extended|basic|disabled]';
-  const opts = { model: null, inputs: [], outputDir: null, threads: 1, graphOptimization: 'all' };
+    '--output-dir DIR [--threads N] [--graph-optimization all|extended|basic|disabled] [--x64-quant-precision on|off|auto]';
+  const opts = { model: null, inputs: [], outputDir: null, threads: 1, graphOptimization: 'all', x64QuantPrecision: 'off' };
   const value = (i, flag) => {
     if (i + 1 >= argv.length) throw new UsageError(`${flag} needs a value\n${usage}`);
     return argv[i + 1];
@@ -71,6 +81,10 @@ function parseArgs(argv) {
       opts.graphOptimization = v ?? value(i++, a);
       if (!['all', 'extended', 'basic', 'disabled'].includes(opts.graphOptimization))
         throw new UsageError(`--graph-optimization '${opts.graphOptimization}': expected all, extended, basic or disabled`);
+    } else if (a === '--x64-quant-precision') {
+      opts.x64QuantPrecision = v ?? value(i++, a);
+      if (!['on', 'off', 'auto'].includes(opts.x64QuantPrecision))
+        throw new UsageError(`--x64-quant-precision '${opts.x64QuantPrecision}': expected on, off or auto`);
     } else if (a.startsWith('-')) {
       throw new UsageError(`unknown option '${a}'\n${usage}`);
     } else if (opts.model === null) {
@@ -81,7 +95,40 @@ function parseArgs(argv) {
   }
   if (opts.model === null) throw new UsageError(`no model given\n${usage}`);
   if (opts.outputDir === null) throw new UsageError(`no --output-dir given\n${usage}`);
+  if (opts.x64QuantPrecision === 'on' && !['extended', 'all'].includes(opts.graphOptimization))
+    throw new UsageError(`--x64-quant-precision on needs --graph-optimization extended or all ` +
+      `(ONNX Runtime applies it as a level-2 graph rewrite); got ${opts.graphOptimization}`);
   return opts;
+}
+
+// True on x86-64 CPUs whose ONNX Runtime int8 kernels saturate uint8 x int8 pair sums: no
+// AVX-512 VNNI, AVX-VNNI or AMX-INT8 (Linux: the flags in /proc/cpuinfo).
+export function int8PairsSaturate() {
+  if (process.arch !== 'x64') return false;
+  let info;
+  try {
+    info = fs.readFileSync('/proc/cpuinfo', 'utf8');
+  } catch {
+    return false;  // not Linux: unknown, assume the default kernels
+  }
+  const line = info.split('\n').find((l) => l.startsWith('flags'));
+  if (!line) return false;
+  const flags = new Set(line.slice(line.indexOf(':') + 1).trim().split(/\s+/));
+  return !['avx512_vnni', 'avx_vnni', 'amx_int8'].some((f) => flags.has(f));
+}
+
+// The session options for a graph optimization level and an --x64-quant-precision mode:
+// { options, graphOptimization, x64QuantPrecision } with the mode resolved to on or off.
+export function sessionSettings(graphOptimization, x64QuantPrecision) {
+  let level = graphOptimization;
+  let precise = x64QuantPrecision === 'on';
+  if (x64QuantPrecision === 'auto' && int8PairsSaturate()) {
+    precise = true;
+    if (!['extended', 'all'].includes(level)) level = 'extended';
+  }
+  const options = { graphOptimizationLevel: level };
+  if (precise) options.extra = { session: { x64quantprecision: '1' } };
+  return { options, graphOptimization: level, x64QuantPrecision: precise ? 'on' : 'off' };
 }
 
 export function safeFileName(name) {
@@ -91,16 +138,17 @@ export function safeFileName(name) {
 
 // Runs `model` on `inputs` ([{name, file}]) and writes the outputs; returns
 // [{name, file, dtype, shape}] of what was written.
-export async function runModel({ model, inputs, outputDir, threads = 1, graphOptimization = 'all' }) {
+export async function runModel({ model, inputs, outputDir, threads = 1, graphOptimization = 'all', x64QuantPrecision = 'off' }) {
   const ort = loadOrt();
   if (!fs.existsSync(model)) throw new Error(`model '${model}': no such file`);
+  const settings = sessionSettings(graphOptimization, x64QuantPrecision);
   let session;
   try {
     session = await ort.InferenceSession.create(model, {
       intraOpNumThreads: threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
-      graphOptimizationLevel: graphOptimization,
+      ...settings.options,
     });
   } catch (e) {
     throw new Error(`model '${model}': ONNX Runtime cannot load it: ${e.message}`);
@@ -152,6 +200,7 @@ export async function runModel({ model, inputs, outputDir, threads = 1, graphOpt
     written.push({ name, file, dtype: t.type, shape: Array.from(t.dims) });
   }
   await session.release();
+  written.settings = settings;
   return written;
 }
 
@@ -167,7 +216,8 @@ async function main() {
     const ort = loadOrt();
     const written = await runModel(opts);
     console.log(`run_model: onnxruntime-node ${ort.env.versions.node ?? '?'}, ${opts.threads} thread(s), ` +
-      `graph optimization ${opts.graphOptimization}: ${opts.model}`);
+      `graph optimization ${written.settings.graphOptimization}, x64 quant precision ` +
+      `${written.settings.x64QuantPrecision}: ${opts.model}`);
     for (const w of written) console.log(`  ${w.name}: ${w.dtype} [${w.shape.join(',')}] -> ${w.file}`);
   } catch (e) {
     console.error(`run_model: ${e.message}`);

@@ -670,7 +670,9 @@ def case_peer(c):
         model = c.quantize(name + ".onnx", *options)
         ort_out = c.tmp_file(name + "_ort")
         p = subprocess.run([node, os.path.join(c.root, "tools", "ort", "run_model.mjs"), model, "--input",
-                            f"input={x}", "--output-dir", ort_out], capture_output=True, text=True, timeout=600)
+                            f"input={x}", "--output-dir", ort_out,
+                            # exact integer kernels also on x86-64 CPUs without VNNI (see run_model.mjs)
+                            "--x64-quant-precision", "auto"], capture_output=True, text=True, timeout=600)
         check(p.returncode == 0, f"{label}: ONNX Runtime failed: {p.stderr}")
         c.run("run", model, "--input", x, "-o", c.tmp_file(name + "_qk.npy"), "--mode", "fake")
         _, shape, ort = read_npy(os.path.join(ort_out, "logits.npy"))
