@@ -352,7 +352,7 @@ void for_each_output(const Window& w, const std::vector<std::int64_t>& out, F f)
 TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the direct definitions bit for bit") {
   std::mt19937 rng(2024);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  int pools = 0, blocks = 0;
+  int pools = 0, blocks = 0, large = 0, unpadded = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const int s = 1 + trial % 3;
     Window w = random_window(rng, s);
@@ -363,6 +363,16 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
         w.pb[i] = std::uniform_int_distribution<std::int64_t>(0, reach)(rng);
         w.pe[i] = reach - w.pb[i];
       }
+    if (trial % 8 == 3) {  // a kernel one wide, unit strides, no padding along the width
+      w.k.back() = 1, w.pb.back() = w.pe.back() = 0;
+      for (int i = std::max(0, s - 2); i < s; ++i) w.stride[i] = 1;
+    }
+    if (trial % 12 == 4) {  // a padded plane over 1024 values (off the stack buffer)
+      w.in[0] = 20 + trial % 5, w.in[1] = 62 + trial % 7;  // rows past 64 floats: one memcpy
+      w.pb[0] = 1;
+    }
+    if (trial % 12 == 7)  // no padding: the windows read the input in place
+      std::fill(w.pb.begin(), w.pb.end(), 0), std::fill(w.pe.begin(), w.pe.end(), 0);
     // im2col of 2 channels into rows ld apart (ld > P: the padding between rows stays untouched)
     qk::ops::WindowGeometry g;
     g.spatial = s;
@@ -416,8 +426,12 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
       for (std::size_t i = 0; i < got.size(); ++i) same = same && std::memcmp(&got[i], &wy[i], sizeof(float)) == 0;
       CHECK_MESSAGE(same, "depthwise Conv, trial " << trial);
     }
-    // output rows as wide as the input's with unit strides: im2col copies each tap's rows as one block
-    blocks += w.stride.back() == 1 && (s < 2 || w.stride[s - 2] == 1) && out.back() == w.in.back() ? 1 : 0;
+    // output rows as wide as the padded input's with unit strides: a tap's rows are one copy
+    blocks += w.stride.back() == 1 && (s < 2 || w.stride[s - 2] == 1) && out.back() == w.in.back() + w.pb.back() + w.pe.back() ? 1 : 0;
+    std::int64_t padded_size = 1, pads = 0;
+    for (int i = 0; i < s; ++i) padded_size *= w.in[i] + w.pb[i] + w.pe[i], pads += w.pb[i] + w.pe[i];
+    large += pads > 0 && padded_size > 1024 ? 1 : 0;
+    unpadded += pads == 0 ? 1 : 0;
 
     // The pools, on 2 planes with NaNs (a NaN counts only as a window's first tap) and ties.
     std::vector<float> xp(static_cast<std::size_t>(2 * in_size));
@@ -469,6 +483,8 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
   }
   CHECK(pools > 150);
   CHECK(blocks > 20);
+  CHECK(large > 10);
+  CHECK(unpadded > 20);
   // 2x2 stride 2 (the fast paths) on 2 x 3 x 6 x 8, with a NaN as a window's first, second and
   // last tap and tied signed zeros: the general loop's values (it runs when Indices are wanted).
   std::vector<float> x(2 * 3 * 6 * 8);

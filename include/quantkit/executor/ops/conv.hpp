@@ -98,71 +98,86 @@ inline WindowGeometry window_geometry(const OpContext& ctx, const Dims& x_shape,
   return g;
 }
 
+namespace detail {
+
+// d[0, n) = s[0, n) for rows that do not overlap: short rows (small images) as 16-byte moves
+// (the last one overlapping the one before), long ones as one memcpy.
+template <class T>
+inline void copy_row(const T* s, T* d, std::int64_t n) {
+  constexpr std::int64_t step = static_cast<std::int64_t>(16 / sizeof(T));
+  if (n >= 16 * step) {
+    std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(T));
+  } else if (n >= step) {
+    std::int64_t i = 0;
+    for (; i + step < n; i += step) std::memcpy(d + i, s + i, 16);
+    std::memcpy(d + n - step, s + n - step, 16);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) d[i] = s[i];
+  }
+}
+
+}  // namespace detail
+
 // Column matrix (C*K rows, P columns, rows ld apart: P by default) of one image x (C x in) with
-// `pad` outside the input. Along the width, the output columns whose tap lands inside the input
-// are one range per kernel column: a copy (stride 1) or a strided gather, padding around it.
+// `pad` outside the input. Each channel is copied into a plane with its padding around it (unless
+// there is none: then x is that plane), so every tap's output rows are plain copies (stride 1)
+// or strided gathers, with no bounds check: the geometry's outputs (window_geometry, without
+// ceil_mode) keep every window inside the padded plane.
 template <class T>
 void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T* col, std::int64_t ld = -1) {
   const std::int64_t P = g.out_size(), in_size = g.in_size();
   if (ld < 0) ld = P;
-  const std::int64_t OW = g.out[2], IW = g.in[2], SW = g.stride[2], OH = g.out[1], IH = g.in[1];
-  const bool rows_as_block = SW == 1 && g.stride[1] == 1 && OW == IW;
+  const std::int64_t ID = g.in[0], IH = g.in[1], IW = g.in[2], OD = g.out[0], OH = g.out[1], OW = g.out[2];
+  const std::int64_t PD = ID + g.pad_begin[0] + g.pad_end[0], PH = IH + g.pad_begin[1] + g.pad_end[1],
+                     PW = IW + g.pad_begin[2] + g.pad_end[2];
+  const std::int64_t SD = g.stride[0], SH = g.stride[1], SW = g.stride[2];
+  const bool padded = PD * PH * PW != in_size;
+  // the padded plane: on the stack for small images; its border is written once
+  T small[1024];
+  std::vector<T> large;
+  T* plane = small;
+  if (padded) {
+    const std::int64_t n = PD * PH * PW;
+    if (n > static_cast<std::int64_t>(sizeof small / sizeof(T))) {
+      large.assign(static_cast<std::size_t>(n), pad);
+      plane = large.data();
+    } else {
+      std::fill(plane, plane + n, pad);
+    }
+  }
+  // SW == 1, SH == 1 and output rows as wide as the plane's (a kernel one wide, no W padding):
+  // a tap's rows of one depth are one copy
+  const bool rows_as_block = SW == 1 && SH == 1 && OW == PW;
   std::int64_t row = 0;
   for (std::int64_t c = 0; c < channels; ++c) {
     const T* src = x + c * in_size;
+    if (padded) {
+      for (std::int64_t d = 0; d < ID; ++d)
+        for (std::int64_t h = 0; h < IH; ++h)
+          detail::copy_row(src + (d * IH + h) * IW,
+                           plane + ((d + g.pad_begin[0]) * PH + h + g.pad_begin[1]) * PW + g.pad_begin[2], IW);
+      src = plane;
+    }
     for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
       for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
         for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++row) {
-          // output column ow reads input column ow * SW + off: inside for ow in [lo, hi)
-          const std::int64_t off = kw * g.dilation[2] - g.pad_begin[2];
-          const std::int64_t lo = std::min(OW, off >= 0 ? 0 : (-off + SW - 1) / SW);
-          const std::int64_t hi = std::max(lo, std::min(OW, off >= IW ? 0 : (IW - 1 - off) / SW + 1));
+          const T* tap = src + (kd * g.dilation[0] * PH + kh * g.dilation[1]) * PW + kw * g.dilation[2];
           T* dst = col + row * ld;
-          // rows oh reading input row oh + off_h: inside for oh in [h_lo, h_hi)
-          const std::int64_t off_h = kh * g.dilation[1] - g.pad_begin[1];
-          const std::int64_t h_lo = std::min(OH, std::max<std::int64_t>(0, -off_h));
-          const std::int64_t h_hi = std::max(h_lo, std::min(OH, IH - off_h));
-          for (std::int64_t od = 0; od < g.out[0]; ++od) {
-            const std::int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-            T* dst_d = dst + od * OH * OW;
-            if (id < 0 || id >= g.in[0]) {
-              std::fill(dst_d, dst_d + OH * OW, pad);
+          for (std::int64_t od = 0; od < OD; ++od) {
+            const T* s_d = tap + od * SD * PH * PW;
+            T* d_d = dst + od * OH * OW;
+            if (rows_as_block) {
+              detail::copy_row(s_d, d_d, OH * OW);
               continue;
             }
-            if (rows_as_block && lo < hi) {
-              // Output rows have the input's pitch: the inside rows are one copy, then the
-              // columns outside [lo, hi) of each become padding (small images: one copy per
-              // tap instead of one per output row).
-              std::fill(dst_d, dst_d + h_lo * OW, pad);
-              if (h_lo < h_hi) {
-                const T* s = src + (id * IH + h_lo + off_h) * IW + lo + off;
-                std::copy(s, s + (h_hi - 1 - h_lo) * OW + (hi - lo), dst_d + h_lo * OW + lo);
-                for (std::int64_t oh = h_lo; oh < h_hi; ++oh) {
-                  T* r = dst_d + oh * OW;
-                  for (std::int64_t ow = 0; ow < lo; ++ow) r[ow] = pad;
-                  for (std::int64_t ow = hi; ow < OW; ++ow) r[ow] = pad;
-                }
+            for (std::int64_t oh = 0; oh < OH; ++oh) {
+              const T* s = s_d + oh * SH * PW;
+              T* d = d_d + oh * OW;
+              if (SW == 1) {
+                detail::copy_row(s, d, OW);
+              } else {
+                for (std::int64_t ow = 0; ow < OW; ++ow) d[ow] = s[ow * SW];
               }
-              std::fill(dst_d + h_hi * OW, dst_d + OH * OW, pad);
-              continue;
-            }
-            for (std::int64_t oh = 0; oh < g.out[1]; ++oh) {
-              const std::int64_t ih = oh * g.stride[1] + off_h;
-              T* dst_h = dst_d + oh * OW;
-              if (ih < 0 || ih >= IH) {
-                std::fill(dst_h, dst_h + OW, pad);
-                continue;
-              }
-              std::fill(dst_h, dst_h + lo, pad);
-              if (lo < hi) {
-                const T* s = src + (id * IH + ih) * IW + lo * SW + off;  // input column of lo
-                if (SW == 1) {
-                  std::copy(s, s + (hi - lo), dst_h + lo);
-                } else {
-                  for (std::int64_t ow = lo; ow < hi; ++ow) dst_h[ow] = s[(ow - lo) * SW];
-                }
-              }
-              std::fill(dst_h + hi, dst_h + OW, pad);
             }
           }
         }
@@ -219,7 +234,7 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
         const float* xg = x + ((n0 + j) * C + gi * Cg) * in_size;
         if (pointwise) {  // the input planes are the columns (in_size == P)
           for (std::int64_t c = 0; c < Cg; ++c)
-            std::copy(xg + c * in_size, xg + c * in_size + P, col.data() + c * W + j * P);
+            detail::copy_row(xg + c * in_size, col.data() + c * W + j * P, P);
         } else {
           im2col(xg, Cg, g, pad, col.data() + j * P, W);
         }
@@ -228,7 +243,7 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
       for (std::int64_t j = 0; j < nb; ++j)
         for (std::int64_t m = 0; m < Mg; ++m) {
           const float* src = out.data() + m * W + j * P;
-          std::copy(src, src + P, y + ((n0 + j) * M + gi * Mg + m) * P);
+          detail::copy_row(src, y + ((n0 + j) * M + gi * Mg + m) * P, P);
         }
     }
   }
@@ -251,7 +266,7 @@ inline void conv_depthwise(const float* x, const Dims& xs, const float* w, const
     for (std::int64_t c = 0; c < group; ++c) {
       const float* src = x + (n * group + c) * in_size;
       for (std::int64_t ih = 0; ih < IH; ++ih)
-        std::copy(src + ih * IW, src + (ih + 1) * IW, padded.data() + (ih + g.pad_begin[1]) * PW + g.pad_begin[2]);
+        detail::copy_row(src + ih * IW, padded.data() + (ih + g.pad_begin[1]) * PW + g.pad_begin[2], IW);
       for (std::int64_t m = c * Mg; m < (c + 1) * Mg; ++m) {
         const float* wm = w + m * KH * KW;
         float* out = y + (n * M + m) * P;
