@@ -96,20 +96,19 @@ std::int64_t naive_entropy_bin(std::vector<double> bins, std::int64_t levels, st
   for (std::int64_t i = start; i <= n; ++i) {
     std::vector<double> p(bins.begin(), bins.begin() + i);
     for (std::int64_t k = i; k < n; ++k) p[static_cast<std::size_t>(i - 1)] += bins[static_cast<std::size_t>(k)];
-    std::vector<double> q(static_cast<std::size_t>(i), 0.0);
-    for (std::int64_t g = 0; g < levels; ++g) {
-      // bins k with floor(k * levels / i) == g
-      double sum = 0.0;
-      int nonzero = 0;
-      for (std::int64_t k = 0; k < i; ++k)
-        if (k * levels / i == g && bins[static_cast<std::size_t>(k)] != 0.0) {
-          sum += bins[static_cast<std::size_t>(k)];
-          ++nonzero;
-        }
-      for (std::int64_t k = 0; k < i; ++k)
-        if (k * levels / i == g && bins[static_cast<std::size_t>(k)] != 0.0)
-          q[static_cast<std::size_t>(k)] = sum / nonzero;
-    }
+    // group g holds the bins k with floor(k * levels / i) == g; each group's nonzero bins share
+    // its mean (sums in increasing k, as a loop per group would add them)
+    std::vector<double> q(static_cast<std::size_t>(i), 0.0), sum(static_cast<std::size_t>(levels), 0.0);
+    std::vector<int> nonzero(static_cast<std::size_t>(levels), 0);
+    for (std::int64_t k = 0; k < i; ++k)
+      if (bins[static_cast<std::size_t>(k)] != 0.0) {
+        sum[static_cast<std::size_t>(k * levels / i)] += bins[static_cast<std::size_t>(k)];
+        ++nonzero[static_cast<std::size_t>(k * levels / i)];
+      }
+    for (std::int64_t k = 0; k < i; ++k)
+      if (bins[static_cast<std::size_t>(k)] != 0.0)
+        q[static_cast<std::size_t>(k)] = sum[static_cast<std::size_t>(k * levels / i)] /
+                                         nonzero[static_cast<std::size_t>(k * levels / i)];
     double sp = 0.0, sq = 0.0;
     for (auto v : p) sp += v;
     for (auto v : q) sq += v;
