@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include "support/ort_runner.hpp"
 #include <quantkit/executor.hpp>
 #include <quantkit/io/npy.hpp>
 #include <quantkit/observer/minmax.hpp>
@@ -431,11 +432,6 @@ TEST_CASE("QOperator export errors: formats the integer ops cannot take, unwrita
 }
 
 namespace {
-bool ort_available() {
-  std::string module = repo_dir + "/tools/ort/node_modules/onnxruntime-node";  // what run_model.mjs loads
-  if (const char* env = std::getenv("QUANTKIT_ORT_NODE_MODULE")) module = env;   // (set to test the skip)
-  return file_exists(module) && std::system("node --version > /dev/null 2>&1") == 0;
-}
 // ONNX Runtime's outputs (every graph output) for `model` fed `input` = x.
 std::map<std::string, Tensor> run_ort(const std::string& model, const std::string& input, const Tensor& x,
                                       const std::string& out_dir, const std::vector<std::string>& outputs,
@@ -443,16 +439,7 @@ std::map<std::string, Tensor> run_ort(const std::string& model, const std::strin
                                       std::string& settings) {
   const std::string npy = out_dir + "_input.npy";
   qk::npy::save(npy, qk::npy::DType::f32, x.shape(), x.raw());
-  // precision: run_model.mjs's --x64-quant-precision; `settings` gets what run_model.mjs used.
-  const std::string cmd = "node '" + repo_dir + "/tools/ort/run_model.mjs' '" + model + "' --input '" + input + "=" +
-                          npy + "' --output-dir '" + out_dir + "' --graph-optimization " + optimization +
-                          " --x64-quant-precision " + precision + " > '" + out_dir + ".log' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream log(out_dir + ".log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (rc != 0) FAIL("ONNX Runtime failed on " << model << ":\n" << text);
-  const std::size_t at = text.find("graph optimization ");
-  settings = at == std::string::npos ? "?" : text.substr(at, text.find(':', at) - at);
+  settings = quantkit_test::ort::run_model(model, {input + "=" + npy}, out_dir, optimization, precision).settings;
   std::map<std::string, Tensor> out;
   for (const auto& o : outputs) out[o] = npy_f32(out_dir + "/" + o + ".npy");
   return out;
@@ -460,7 +447,7 @@ std::map<std::string, Tensor> run_ort(const std::string& model, const std::strin
 }  // namespace
 
 TEST_CASE("ONNX Runtime runs the QOperator models: agrees with fake-quant, and bit for bit with quantkit's executor") {
-  if (!ort_available()) {
+  if (!quantkit_test::ort::available()) {
     MESSAGE("SKIPPED: node or onnxruntime-node (tools/ort/install.sh) not found");
     if (std::getenv("QUANTKIT_PEER_SKIP_CODE")) std::exit(std::atoi(std::getenv("QUANTKIT_PEER_SKIP_CODE")));
     return;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "support/ort_runner.hpp"
 #include <quantkit/executor.hpp>
 #include <quantkit/io/npy.hpp>
 #include <quantkit/observer/auto.hpp>
@@ -388,31 +389,8 @@ TEST_CASE("QDQ export: the written W8A8 model, loaded back and run by quantkit, 
   CHECK(a.argmax_same == 1.0);
 }
 
-namespace {
-bool ort_available() {
-  std::string module = repo_dir + "/tools/ort/node_modules/onnxruntime-node";  // what run_model.mjs loads
-  if (const char* env = std::getenv("QUANTKIT_ORT_NODE_MODULE")) module = env;  // (set to test the skip)
-  return file_exists(module) && std::system("node --version > /dev/null 2>&1") == 0;
-}
-// ONNX Runtime's logits; `settings` gets what run_model.mjs says it used ("graph optimization
-// all, x64 quant precision off"). precision: run_model.mjs's --x64-quant-precision.
-Tensor run_ort(const std::string& model, const std::string& out_dir, const std::string& optimization,
-               const std::string& precision, std::string& settings) {
-  const std::string cmd = "node '" + repo_dir + "/tools/ort/run_model.mjs' '" + model + "' --input 'input=" + demo_dir +
-                          "digits_test_x.npy' --output-dir '" + out_dir + "' --graph-optimization " + optimization +
-                          " --x64-quant-precision " + precision + " > '" + out_dir + ".log' 2>&1";
-  const int rc = std::system(cmd.c_str());
-  std::ifstream log(out_dir + ".log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (rc != 0) FAIL("ONNX Runtime failed on " << model << ":\n" << text);
-  const std::size_t at = text.find("graph optimization ");
-  settings = at == std::string::npos ? "?" : text.substr(at, text.find(':', at) - at);
-  return npy_f32(out_dir + "/logits.npy");
-}
-}  // namespace
-
 TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's fake-quant mode") {
-  if (!ort_available()) {
+  if (!quantkit_test::ort::available()) {
     MESSAGE("SKIPPED: node or onnxruntime-node (tools/ort/install.sh) not found");
     if (std::getenv("QUANTKIT_PEER_SKIP_CODE")) std::exit(std::atoi(std::getenv("QUANTKIT_PEER_SKIP_CODE")));
     return;
@@ -464,9 +442,12 @@ TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's 
     // uint8 x int8 pair sums unless session.x64quantprecision is set ("auto" sets it there);
     // "disabled" runs the graph as written (float Conv/Gemm between Q/DQ), exact everywhere.
     for (const std::string opt : {"all", "disabled"}) {
-      std::string settings;
-      const Tensor ort = run_ort(model, temp_dir() + "/ort_out_" + std::to_string(k) + "_" + opt, opt,
-                                 opt == "all" ? "auto" : "off", settings);
+      const std::string out = temp_dir() + "/ort_out_" + std::to_string(k) + "_" + opt;
+      const std::string settings =
+          quantkit_test::ort::run_model(model, {"input=" + demo_dir + "digits_test_x.npy"}, out, opt,
+                                        opt == "all" ? "auto" : "off")
+              .settings;
+      const Tensor ort = npy_f32(out + "/logits.npy");
       const Agreement a = agreement(ort, fake);
       std::printf("  %-38s %-10s %5lld %-9s %12.7f %8.2f%% %9.2f\n", c.label.c_str(), c.observer.c_str(),
                   static_cast<long long>(rep.opset), opt.c_str(), a.min_cosine, 100.0 * a.argmax_same, accuracy(ort));
