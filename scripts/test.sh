@@ -10,9 +10,12 @@
 #               time on the same tests; the meson stage runs the SIMD tests at -O3), -Werror;
 #               every ctest test (unit, compile_fail, consumer, example, peer)
 #   clang-asan  Clang 14, -O0 -fsanitize=address,undefined -fno-sanitize-recover=all, -Werror;
-#               unit, cli, example (but ptq_remedies_onnx), peer and compile_fail tests (the second
+#               unit, cli, example (but ptq_remedies_onnx) and compile_fail tests (the second
 #               compiler and the sanitizers in one build: CI has 2 cores), and the fuzz harnesses
-#               (fuzz/, -fsanitize=fuzzer too): 10 s of fuzzing each from their seeds (label fuzz)
+#               (fuzz/, -fsanitize=fuzzer too): 10 s of fuzzing each from their seeds (label fuzz);
+#               not the peer tests (ONNX Runtime's runs of quantkit's files: what they add is the
+#               comparison, and the calibration, export and fake-quant code they drive runs under
+#               the sanitizers in the unit tests; at -O0 they took 4 of CI's minutes)
 #   meson       the meson build (GCC, release: -O3, -Dwerror=true): the dispatch implementation as meson
 #               builds it and the tests that exercise the build itself (static dispatch without
 #               the library, runtime dispatch with it, the Quantizer, the ONNX dependency, two
@@ -93,13 +96,14 @@ stage_clang-asan() {
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
   # Consumer tests only test the build system (and GCC's stage runs them): not repeated here,
-  # and their programs are not built (QUANTKIT_BUILD_SINGLE_HEADER_TESTS=OFF).
+  # and their programs are not built (QUANTKIT_BUILD_SINGLE_HEADER_TESTS=OFF). Peer tests: see
+  # the header.
   # -O0 with line tables: Clang 14 with the sanitizers at -O1 spends minutes on one test TU
   # (test_calibration.cpp: 12 s of CPU at -O0, over 8 min at -O1), and CI has 2 cores.
   # The example ptq_remedies_onnx (its accuracy table: 500 AdaRound iterations per layer on two
   # models) takes over 13 min at -O0 with the sanitizers; test_ptq_remedies_onnx runs the same
   # code paths here, and GCC's stage runs the example.
-  cmake_stage "$build_root/clang-asan" "-LE consumer -E ^ptq_remedies_onnx$" \
+  cmake_stage "$build_root/clang-asan" "-LE consumer|peer -E ^ptq_remedies_onnx$" \
     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON \
     -DCMAKE_CXX_FLAGS="-O0 -gline-tables-only $san" \
     -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
