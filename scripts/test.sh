@@ -15,7 +15,11 @@
 #               (fuzz/, -fsanitize=fuzzer too): 10 s of fuzzing each from their seeds (label fuzz);
 #               not the peer tests (ONNX Runtime's runs of quantkit's files: what they add is the
 #               comparison, and the calibration, export and fake-quant code they drive runs under
-#               the sanitizers in the unit tests; at -O0 they took 4 of CI's minutes)
+#               the sanitizers in the unit tests; at -O0 they took 4 of CI's minutes), nor
+#               cli_remedies and cli_debug_mixed (AdaRound/CLE/bias correction, auto mixed
+#               precision and the mix observer through the tool: 3.5 and 4 minutes at -O0; the
+#               library code runs under the sanitizers in test_ptq_remedies_onnx and
+#               test_analysis_debug, the tool's option handling in the other cli tests)
 #   meson       the meson build (GCC, release: -O3, -Dwerror=true): the dispatch implementation as meson
 #               builds it and the tests that exercise the build itself (static dispatch without
 #               the library, runtime dispatch with it, the Quantizer, the ONNX dependency, two
@@ -103,7 +107,7 @@ stage_clang-asan() {
   # The example ptq_remedies_onnx (its accuracy table: 500 AdaRound iterations per layer on two
   # models) takes over 13 min at -O0 with the sanitizers; test_ptq_remedies_onnx runs the same
   # code paths here, and GCC's stage runs the example.
-  cmake_stage "$build_root/clang-asan" "-LE consumer|peer -E ^ptq_remedies_onnx$" \
+  cmake_stage "$build_root/clang-asan" "-LE consumer|peer -E ^(ptq_remedies_onnx|cli_remedies|cli_debug_mixed)$" \
     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON \
     -DCMAKE_CXX_FLAGS="-O0 -gline-tables-only $san" \
     -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
