@@ -221,6 +221,14 @@ TEST_CASE("Add Sub Mul Div: broadcasting, integer wrap and truncation") {
 
 TEST_CASE("Relu Clip LeakyRelu Sigmoid Tanh Identity Dropout") {
   check_floats(run1("Relu", {f32({3}, {-1, 0, 2})}), {3}, {0, 0, 2});
+  {  // NaN, -0, denormals, infinities: v > 0 keeps v's bits, the rest is +0
+    const float d = std::numeric_limits<float>::denorm_min();
+    const std::vector<float> x{std::nanf(""), -0.0f, d, -d, INFINITY, -INFINITY, 3.5f, -2.0f};
+    const std::vector<float> got = run1("Relu", {f32({8}, x)}).to_vector<float>();
+    const std::vector<float> want{0.0f, 0.0f, d, 0.0f, INFINITY, 0.0f, 3.5f, 0.0f};
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::memcmp(&got[i], &want[i], 4) == 0);
+  }
   check_floats(run1("LeakyRelu", {f32({2}, {-2, 3})}, {{"alpha", F(0.5f)}}), {2}, {-1, 3});
   check_floats(run1("LeakyRelu", {f32({1}, {-1})}), {1}, {-0.01f});
   check_floats(run1("Sigmoid", {f32({3}, {0, -100, 100})}), {3}, {0.5f, 0.0f, 1.0f});
