@@ -683,6 +683,20 @@ def case_peer(c):
         print(f"  {label}: smallest per-sample cosine {cos:.7f}, same argmax {same}/540")
         check(cos >= 0.9999, f"{label}: ONNX Runtime vs quantkit run --mode fake: cosine {cos}")
         check(same >= 537, f"{label}: {same} of 540 same argmax")
+    # run_model.mjs: the precision option's usage errors, and the settings it reports.
+    runner = os.path.join(c.root, "tools", "ort", "run_model.mjs")
+    model = c.tmp_file("peer0.onnx")
+    for bad, says in ((["--x64-quant-precision", "sometimes"], "expected on, off or auto"),
+                      (["--x64-quant-precision", "on", "--graph-optimization", "disabled"],
+                       "needs --graph-optimization extended or all")):
+        p = subprocess.run([node, runner, model, "--input", f"input={x}", "--output-dir", c.tmp_file("bad_ort"), *bad],
+                           capture_output=True, text=True, timeout=600)
+        check(p.returncode == 2 and says in p.stderr, f"run_model.mjs {bad}: exit {p.returncode}, {p.stderr!r}")
+    for mode in ("off", "on"):
+        p = subprocess.run([node, runner, model, "--input", f"input={x}", "--output-dir", c.tmp_file("ort_" + mode),
+                            "--x64-quant-precision", mode], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0 and f"graph optimization all, x64 quant precision {mode}:" in p.stdout,
+              f"run_model.mjs --x64-quant-precision {mode}: {p.stdout!r} {p.stderr!r}")
     return 0
 
 
