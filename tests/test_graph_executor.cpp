@@ -295,7 +295,7 @@ TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), global pools") {
 }
 
 // The window ops' direct definitions, one output at a time with a bounds check per tap: what
-// the executor's im2col (ranges of copies) and pools (tap ranges, 2x2 fast paths) must equal.
+// the executor's im2col (copies from a padded plane) and pools (tap ranges, 2x2 fast paths) must equal.
 namespace {
 
 struct Window {

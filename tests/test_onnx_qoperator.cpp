@@ -439,7 +439,7 @@ std::map<std::string, Tensor> run_ort(const std::string& model, const std::strin
                                       std::string& settings) {
   const std::string npy = out_dir + "_input.npy";
   qk::npy::save(npy, qk::npy::DType::f32, x.shape(), x.raw());
-  settings = quantkit_test::ort::run_model(model, {input + "=" + npy}, out_dir, optimization, precision).settings;
+  settings = quantkit_test::ort::run_model(model, {input + "=" + npy}, out_dir, optimization, precision);
   std::map<std::string, Tensor> out;
   for (const auto& o : outputs) out[o] = npy_f32(out_dir + "/" + o + ".npy");
   return out;

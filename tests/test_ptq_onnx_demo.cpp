@@ -443,10 +443,8 @@ TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's 
     // "disabled" runs the graph as written (float Conv/Gemm between Q/DQ), exact everywhere.
     for (const std::string opt : {"all", "disabled"}) {
       const std::string out = temp_dir() + "/ort_out_" + std::to_string(k) + "_" + opt;
-      const std::string settings =
-          quantkit_test::ort::run_model(model, {"input=" + demo_dir + "digits_test_x.npy"}, out, opt,
-                                        opt == "all" ? "auto" : "off")
-              .settings;
+      const std::string settings = quantkit_test::ort::run_model(
+          model, {"input=" + demo_dir + "digits_test_x.npy"}, out, opt, opt == "all" ? "auto" : "off");
       const Tensor ort = npy_f32(out + "/logits.npy");
       const Agreement a = agreement(ort, fake);
       std::printf("  %-38s %-10s %5lld %-9s %12.7f %8.2f%% %9.2f\n", c.label.c_str(), c.observer.c_str(),

@@ -2,8 +2,8 @@
 // test cases run it.
 //
 //   if (!quantkit_test::ort::available()) { ...skip... }
-//   const auto run = quantkit_test::ort::run_model(model, {"input=" + npy}, out_dir, "all", "auto");
-//   // outputs in out_dir/<name>.npy; run.settings: "graph optimization all, x64 quant precision on"
+//   const std::string used = quantkit_test::ort::run_model(model, {"input=" + npy}, out_dir, "all", "auto");
+//   // outputs in out_dir/<name>.npy; used: "graph optimization all, x64 quant precision on"
 #pragma once
 
 #include <doctest/doctest.h>
@@ -29,14 +29,11 @@ inline bool available() {
   return stat(module.c_str(), &st) == 0 && std::system("node --version > /dev/null 2>&1") == 0;
 }
 
-struct Run {
-  std::string settings;  // what run_model.mjs used: "graph optimization X, x64 quant precision Y"
-};
-
 // Runs `model` on `inputs` (NAME=FILE.npy each) with graph optimization `optimization` and
 // --x64-quant-precision `precision` (on, off, auto: see run_model.mjs); the outputs land in
-// out_dir, run_model.mjs's messages in out_dir + ".log". FAILs with that log on an error.
-inline Run run_model(const std::string& model, const std::vector<std::string>& inputs, const std::string& out_dir,
+// out_dir, run_model.mjs's messages in out_dir + ".log". FAILs with that log on an error. Returns
+// the settings run_model.mjs used: "graph optimization X, x64 quant precision Y".
+inline std::string run_model(const std::string& model, const std::vector<std::string>& inputs, const std::string& out_dir,
                      const std::string& optimization, const std::string& precision) {
   std::string cmd = "node '" + repo_dir() + "/tools/ort/run_model.mjs' '" + model + "'";
   for (const auto& i : inputs) cmd += " --input '" + i + "'";
@@ -47,7 +44,7 @@ inline Run run_model(const std::string& model, const std::vector<std::string>& i
   const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   if (rc != 0) FAIL("ONNX Runtime failed on " << model << ":\n" << text);
   const std::size_t at = text.find("graph optimization ");
-  return {at == std::string::npos ? std::string("?") : text.substr(at, text.find(':', at) - at)};
+  return at == std::string::npos ? std::string("?") : text.substr(at, text.find(':', at) - at);
 }
 
 }  // namespace ort

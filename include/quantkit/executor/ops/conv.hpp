@@ -104,6 +104,7 @@ namespace detail {
 // (the last one overlapping the one before), long ones as one memcpy.
 template <class T>
 inline void copy_row(const T* s, T* d, std::int64_t n) {
+  static_assert(16 % sizeof(T) == 0, "copy_row moves 16-byte blocks of whole elements");
   constexpr std::int64_t step = static_cast<std::int64_t>(16 / sizeof(T));
   if (n >= 16 * step) {
     std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(T));
