@@ -262,6 +262,55 @@ TEST_CASE("PTQ config: keep-float, int16 nodes, per-group weights, errors name n
     CHECK(std::any_of(qm.notes.begin(), qm.notes.end(),
                       [](const std::string& s) { return s.find("fc1.bias") != std::string::npos; }));
   }
+  SUBCASE("reduce_range: 7-bit weights (int8 [-64, 64] under ONNX Runtime's convention, [-64, 63] else)") {
+    for (const auto convention : {qk::ConventionKind::onnxruntime, qk::ConventionKind::pytorch}) {
+      qk::ptq::PtqConfig cfg;
+      cfg.convention = convention;
+      cfg.reduce_range = true;
+      cfg.int16_nodes = {"/conv1/Conv"};
+      cfg.int16_weight_bits = 16;
+      qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(load_demo(), cfg);
+      cal.observe(qk::ptq::split_batches("input", calib_x(), 256));
+      const auto qm = cal.finish();
+      const bool ort = convention == qk::ConventionKind::onnxruntime;
+      INFO(qk::to_string(convention));
+      int weights = 0;
+      for (const auto& kv : qm.tensors) {
+        if (kv.second.role != qk::ptq::TensorRole::weight) continue;
+        ++weights;
+        INFO("weight " << kv.first);
+        const auto& t = kv.second;
+        const std::int32_t half = t.format.bits == 16 ? 16384 : 64;
+        CHECK(t.params.range.qmin == -half);
+        CHECK(t.params.range.qmax == (ort ? half : half - 1));
+        // Symmetric: the channel's largest |w| maps to qmin (ORT: both ends), scale = max|w| / (range / 2).
+        const auto q = qk::ptq::quantize_initializer(qm.graph.initializers.at(kv.first), t, kv.first);
+        CHECK(*std::min_element(q.begin(), q.end()) >= -half);
+        CHECK(*std::max_element(q.begin(), q.end()) <= (ort ? half : half - 1));
+        const Tensor& w = qm.graph.initializers.at(kv.first);
+        const std::int64_t per = w.size() / static_cast<std::int64_t>(t.params.size());
+        if (ort) CHECK(std::any_of(q.begin(), q.end(), [&](std::int32_t v) { return v == half || v == -half; }));
+        else CHECK(std::find(q.begin(), q.end(), -half) != q.end());
+        if (kv.first == "conv3.weight") {  // [C_out, ...]: channel c is a contiguous block
+          for (std::size_t c = 0; c < t.params.size(); ++c) {
+            float m = 0;
+            for (std::int64_t i = 0; i < per; ++i)
+              m = std::max(m, std::fabs(w.data<float>()[static_cast<std::int64_t>(c) * per + i]));
+            CHECK(t.params.scale[c] == doctest::Approx(m / (ort ? 64.0f : 63.5f)).epsilon(1e-6));
+            CHECK(t.params.zero_point[c] == 0);
+          }
+        }
+      }
+      CHECK(weights == 6);
+      CHECK(qm.at("input").params.range.qmax == 65535);  // activations keep their full range
+      CHECK(qm.at("/dw2/Conv_output_0").params.range.qmin == 0);
+      CHECK(qm.at("/dw2/Conv_output_0").params.range.qmax == 255);
+    }
+    qk::ptq::PtqConfig cfg = w4a8();
+    cfg.reduce_range = true;
+    CHECK_THROWS_WITH_AS(qk::ptq::GraphCalibrator<qk::MinMaxObserver>(load_demo(), cfg),
+                         doctest::Contains("reduce_range with 4-bit weights; expected 8- or 16-bit weights"), qk::Error);
+  }
   SUBCASE("errors") {
     qk::ptq::PtqConfig cfg;
     cfg.keep_float = {"/no/such/node"};
@@ -400,6 +449,7 @@ TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's 
     std::string observer;
     qk::ptq::PtqConfig cfg;
     std::int64_t opset;
+    std::string precision = "auto";  // --x64-quant-precision under optimization "all"
   };
   std::vector<Case> cases;
   cases.push_back({"W8A8 per-channel", "minmax", w8a8(), 13});
@@ -424,6 +474,14 @@ TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's 
     cases.push_back({"W16A16", "minmax", c, 21});
   }
   {
+    // 7-bit weights: no int16 pair sum can saturate, so ONNX Runtime's default session (no
+    // x64quantprecision) runs the model exactly on every x86-64 CPU.
+    qk::ptq::PtqConfig c = w8a8();
+    c.reduce_range = true;
+    c.convention = qk::ConventionKind::onnxruntime;
+    cases.push_back({"W8A8 per-channel, reduce_range", "minmax", c, 13, "off"});
+  }
+  {
     qk::ptq::PtqConfig c = w8a8();
     c.keep_float = {"/fc2/Gemm"};
     c.int16_nodes = {"/conv1/Conv"};
@@ -444,12 +502,12 @@ TEST_CASE("ONNX Runtime runs the exported QDQ models and agrees with quantkit's 
     for (const std::string opt : {"all", "disabled"}) {
       const std::string out = temp_dir() + "/ort_out_" + std::to_string(k) + "_" + opt;
       const std::string settings = quantkit_test::ort::run_model(
-          model, {"input=" + demo_dir + "digits_test_x.npy"}, out, opt, opt == "all" ? "auto" : "off");
+          model, {"input=" + demo_dir + "digits_test_x.npy"}, out, opt, opt == "all" ? c.precision : "off");
       const Tensor ort = npy_f32(out + "/logits.npy");
       const Agreement a = agreement(ort, fake);
       std::printf("  %-38s %-10s %5lld %-9s %12.7f %8.2f%% %9.2f\n", c.label.c_str(), c.observer.c_str(),
                   static_cast<long long>(rep.opset), opt.c_str(), a.min_cosine, 100.0 * a.argmax_same, accuracy(ort));
-      if (k == 0 && opt == "all") std::printf("  (ONNX Runtime: %s)\n", settings.c_str());
+      if ((k == 0 || c.precision != "auto") && opt == "all") std::printf("  (ONNX Runtime: %s)\n", settings.c_str());
       INFO(c.label << " (" << c.observer << "), ORT " << settings);
       CHECK(a.min_cosine >= 0.9999);
       CHECK(a.argmax_same >= 0.995);

@@ -92,6 +92,7 @@ struct QuantOptions {
   std::string weight_granularity = "per-channel";
   std::string observer = "minmax";
   bool symmetric_activations = false;
+  bool reduce_range = false;  // PtqConfig::reduce_range (weights)
   std::string rounding = "half-even";
   std::vector<std::string> keep_float;
   std::vector<std::string> int16;

@@ -94,6 +94,7 @@ struct Context {
 std::string scheme_text(const QuantOptions& o) {
   std::string s = fmt::format("W{}A{}, {} weights, {} activations, observer {}", o.weight_bits, o.act_bits,
                               o.weight_granularity, o.symmetric_activations ? "symmetric" : "affine", o.observer);
+  if (o.reduce_range) s += ", 7-bit weights (reduce range)";
   if (!o.keep_float.empty()) s += ", float: " + fmt::format("{}", fmt::join(split_list(o.keep_float), ","));
   if (!o.int16.empty()) s += ", int16: " + fmt::format("{}", fmt::join(split_list(o.int16), ","));
   return s;
@@ -104,7 +105,8 @@ Context make_context(const CLI::App* cmd, const DebugArgs& a) {
   const std::int64_t n = parse_int("--samples", a.samples, 1, std::int64_t{1} << 30);
   if (!a.quantized.empty()) {
     for (const char* o : {"--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
-                          "--rounding", "--keep-float", "--int16", "--cle", "--bias-correction", "--adaround"})
+                          "--rounding", "--keep-float", "--int16", "--cle", "--bias-correction", "--adaround",
+                          "--reduce-range"})
       if (cmd->count(o))
         usage_fail(o, ": the quantization comes from --quantized '", a.quantized,
                    "'; expected no quantize options with it (only --calib or --input for the samples)");

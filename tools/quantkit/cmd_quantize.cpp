@@ -38,9 +38,9 @@ struct QuantizeArgs {
 };
 
 std::string weight_format(const ptq::PtqConfig& c) {
-  return fmt::format("{} {} {} ({})", ptq::TensorFormat{c.weight_bits, c.weight_signed}.name(),
+  return fmt::format("{} {} {} ({}){}", ptq::TensorFormat{c.weight_bits, c.weight_signed}.name(),
                      c.weight_granularity.to_string(), quantkit::to_string(c.weight_symmetry),
-                     quantkit::to_string(c.weight_rounding));
+                     quantkit::to_string(c.weight_rounding), c.reduce_range ? ", reduced range" : "");
 }
 std::string activation_format(const ptq::PtqConfig& c) {
   return fmt::format("{} {}", c.activation_format(c.activation_bits).name(),

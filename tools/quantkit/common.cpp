@@ -152,7 +152,7 @@ const char* to_string(Mode m) {
 static const char* const quant_option_names[] = {
     "--calib",    "--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
     "--rounding", "--keep-float",  "--int16",    "--batch",              "--progress",
-    "--cle",      "--bias-correction", "--adaround"};
+    "--cle",      "--bias-correction", "--adaround", "--reduce-range"};
 
 void add_quant_options(CLI::App* cmd, QuantOptions& o) {
   cmd->add_option("--calib", o.calib,
@@ -177,6 +177,10 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
                   "the whole model's output); weights always use min-max")
       ->type_name("OBS")
       ->capture_default_str();
+  cmd->add_flag("--reduce-range", o.reduce_range,
+                "weights one bit short: int8 [-64, 63] (int16 [-16384, 16383]), as ONNX Runtime's and PyTorch's "
+                "reduce_range; the model then runs exactly under ONNX Runtime on x86-64 CPUs without VNNI, whose "
+                "uint8 x int8 kernels saturate int16 pair sums of full-range 8-bit weights");
   cmd->add_flag("--symmetric-activations", o.symmetric_activations,
                 "int8/int16 symmetric activations (zero point 0) instead of uint8/uint16 affine");
   cmd->add_option("--rounding", o.rounding,
@@ -279,6 +283,10 @@ ptq::PtqConfig make_config(const QuantOptions& o, const graph::Graph& model) {
       if (k == w) usage_fail("--keep-float and --int16 both name node '", k, "'; expected one of them");
   (void)parse_int("--batch", o.batch, 1, std::int64_t{1} << 40);
   (void)parse_observer("--observer", o.observer);
+  c.reduce_range = o.reduce_range;
+  if (c.reduce_range && c.weight_bits == 4)
+    usage_fail("--reduce-range with --weight-bits 4: expected 8- or 16-bit weights (4-bit weights have no int16 pair "
+               "sums to protect)");
   c.cross_layer_equalization = o.cle;
   c.bias_correction = o.bias_correction;
   if (!o.adaround.empty())

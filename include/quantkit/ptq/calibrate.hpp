@@ -262,6 +262,7 @@ class GraphCalibrator {
   QuantTarget target(const TensorQuant& t) const {
     QuantTarget tg;
     tg.range = t.format.range();
+    if (t.role == TensorRole::weight && config_.reduce_range) tg.range = reduced_range(tg.range, config_.convention);
     tg.symmetry = t.symmetry;
     tg.convention = config_.convention;
     tg.rounding = t.rounding;

@@ -165,6 +165,11 @@ struct PtqConfig {
   SymmetryKind weight_symmetry = SymmetryKind::symmetric;
   RoundingMode weight_rounding = RoundingMode::half_even;   // stochastic/custom are rejected
   ConventionKind convention = ConventionKind::pytorch;     // (min, max) -> (scale, zero point)
+  // Weights one bit short of their format (ONNX Runtime's reduce_range: int8 [-64, 64] with the
+  // onnxruntime convention, [-64, 63] otherwise; int16 [-16384, 16384] / [-16384, 16383]). On
+  // x86-64 without VNNI, ONNX Runtime's uint8 x int8 kernels add pairs of products in int16
+  // (VPMADDUBSW) and saturate; with 7-bit weights a pair is at most 255 * 64 * 2 = 32640.
+  bool reduce_range = false;
   std::set<std::string> quantize_ops = default_quantize_ops();
   std::vector<std::string> keep_float;    // node names (or first output names) left in float
   std::vector<std::string> int16_nodes;   // nodes with 16-bit activations around them
@@ -193,6 +198,9 @@ struct PtqConfig {
     for (int b : {weight_bits, int16_weight_bits})
       if (b != 4 && b != 8 && b != 16)
         quantkit::detail::fail("PtqConfig: weight bits ", b, "; expected 4, 8 or 16");
+    if (reduce_range && weight_bits == 4)
+      quantkit::detail::fail("PtqConfig: reduce_range with 4-bit weights; expected 8- or 16-bit weights (it drops one "
+                             "bit of 8-bit weights for ONNX Runtime's int16 pair sums; 4-bit weights have no such sums)");
     if (weight_granularity.kind == GranularityKind::per_group && weight_granularity.group_size < 1)
       quantkit::detail::fail("PtqConfig: per-group weight granularity with group size ",
                    weight_granularity.group_size, "; expected a positive group size (e.g. 32)");

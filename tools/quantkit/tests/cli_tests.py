@@ -186,6 +186,14 @@ def case_quantize(c):
     check(j4["weights"].startswith("int4 per-channel") and j4["observer"] == "kl", j4["weights"])
     check(j4["integer_mode"]["integer_nodes"] == 14, f"W4A8 integer mode {j4['integer_mode']}")
 
+    # --reduce-range: 7-bit weights ([-64, 63] under the default PyTorch convention).
+    jr = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("w7a8.onnx"), "--calib",
+                c.demo_file("digits_calib.npy"), "--reduce-range")
+    check(jr["weights"] == "int8 per-channel symmetric (half-even), reduced range", jr["weights"])
+    check(jr["integer_mode"]["integer_nodes"] == 14, f"--reduce-range integer mode {jr['integer_mode']}")
+    with open(out, "rb") as f1, open(c.tmp_file("w7a8.onnx"), "rb") as f2:
+        check(f1.read() != f2.read(), "--reduce-range wrote the same file as full-range weights")
+
     # Per group: the integer mode keeps the weighted layers float (blocked weights), says why.
     jg = c.json("quantize", c.demo_file("digits_cnn.onnx"), "-o", c.tmp_file("w4g8.onnx"), "--calib",
                 c.demo_file("digits_calib.npy"), "--weight-bits", "4", "--weight-granularity", "per-group:8")
@@ -429,6 +437,8 @@ def case_errors(c):
         (["quantize", model, "-o", out, "--calib", calib, "--weight-bits", "3"], 2,
          ["--weight-bits 3", "expected 4, 8 or 16"]),
         (["quantize", model, "-o", out, "--calib", calib, "--act-bits", "4"], 2, ["--act-bits 4", "expected 8 or 16"]),
+        (["quantize", model, "-o", out, "--calib", calib, "--weight-bits", "4", "--reduce-range"], 2,
+         ["--reduce-range with --weight-bits 4", "expected 8- or 16-bit weights"]),
         (["quantize", model, "-o", out, "--calib", calib, "--weight-granularity", "per-group:0"], 2,
          ["--weight-granularity 'per-group:0'", "expected a positive integer"]),
         (["quantize", model, "-o", out, "--calib", calib, "--observer", "percentile:0"], 2,
@@ -665,14 +675,18 @@ def case_peer(c):
                            ("W4A8 per-group:8 percentile", ["--weight-bits", "4", "--weight-granularity",
                                                             "per-group:8", "--observer", "percentile:99.99"]),
                            ("W8A16 (uint16 activations)", ["--act-bits", "16"]),
-                           ("W16A16", ["--act-bits", "16", "--weight-bits", "16"]))):
+                           ("W16A16", ["--act-bits", "16", "--weight-bits", "16"]),
+                           # 7-bit weights: exact in ONNX Runtime's default session on any x86-64
+                           ("W8A8 per-channel --reduce-range, ORT default session", ["--reduce-range"]))):
         name = f"peer{index}"
         model = c.quantize(name + ".onnx", *options)
         ort_out = c.tmp_file(name + "_ort")
         p = subprocess.run([node, os.path.join(c.root, "tools", "ort", "run_model.mjs"), model, "--input",
                             f"input={x}", "--output-dir", ort_out,
-                            # exact integer kernels also on x86-64 CPUs without VNNI (see run_model.mjs)
-                            "--x64-quant-precision", "auto"], capture_output=True, text=True, timeout=600)
+                            # exact integer kernels also on x86-64 CPUs without VNNI (see run_model.mjs),
+                            # but for --reduce-range, whose point is not to need them
+                            "--x64-quant-precision", "off" if "--reduce-range" in options else "auto"],
+                           capture_output=True, text=True, timeout=600)
         check(p.returncode == 0, f"{label}: ONNX Runtime failed: {p.stderr}")
         c.run("run", model, "--input", x, "-o", c.tmp_file(name + "_qk.npy"), "--mode", "fake")
         _, shape, ort = read_npy(os.path.join(ort_out, "logits.npy"))
