@@ -8,7 +8,7 @@
 # Stages (build folders under build/, reused incrementally):
 #   gcc         GCC 12, -O2 -DNDEBUG (Debian's own level: -O3 spends a third more of CI's build
 #               time on the same tests; the meson stage runs the SIMD tests at -O3), -Werror;
-#               every ctest test (unit, compile_fail, consumer, example, peer)
+#               every ctest test (unit, compile_fail, consumer, example, peer, accuracy)
 #   clang-asan  Clang 14, -O0 -fsanitize=address,undefined -fno-sanitize-recover=all, -Werror;
 #               unit, cli, example (but ptq_remedies_onnx) and compile_fail tests (the second
 #               compiler and the sanitizers in one build: CI has 2 cores), and the fuzz harnesses
@@ -16,6 +16,9 @@
 #               not the peer tests (ONNX Runtime's runs of quantkit's files: what they add is the
 #               comparison, and the calibration, export and fake-quant code they drive runs under
 #               the sanitizers in the unit tests; at -O0 they took 4 of CI's minutes), nor
+#               the accuracy sweeps (label accuracy: the demo CNN over every observer, CLE's and
+#               bias correction's accuracy on the hostile model: 5.5 minutes at -O0; their
+#               calibration, CLE and bias correction code runs in the other unit cases), nor
 #               cli_remedies and cli_debug_mixed (AdaRound/CLE/bias correction, auto mixed
 #               precision and the mix observer through the tool: 3.5 and 4 minutes at -O0; the
 #               library code runs under the sanitizers in test_ptq_remedies_onnx and
@@ -107,7 +110,7 @@ stage_clang-asan() {
   # The example ptq_remedies_onnx (its accuracy table: 500 AdaRound iterations per layer on two
   # models) takes over 13 min at -O0 with the sanitizers; test_ptq_remedies_onnx runs the same
   # code paths here, and GCC's stage runs the example.
-  cmake_stage "$build_root/clang-asan" "-LE consumer|peer -E ^(ptq_remedies_onnx|cli_remedies|cli_debug_mixed)$" \
+  cmake_stage "$build_root/clang-asan" "-LE consumer|peer|accuracy -E ^(ptq_remedies_onnx|cli_remedies|cli_debug_mixed)$" \
     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON \
     -DCMAKE_CXX_FLAGS="-O0 -gline-tables-only $san" \
     -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
