@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -221,11 +222,12 @@ TEST_CASE("Add Sub Mul Div: broadcasting, integer wrap and truncation") {
 
 TEST_CASE("Relu Clip LeakyRelu Sigmoid Tanh Identity Dropout") {
   check_floats(run1("Relu", {f32({3}, {-1, 0, 2})}), {3}, {0, 0, 2});
-  {  // NaN, -0, denormals, infinities: v > 0 keeps v's bits, the rest is +0
+  {  // NaN, -0, denormals, infinities: v < 0 gives +0, anything else (NaN, -0) keeps its bits —
+     // what ONNX Runtime 1.30 and PyTorch's relu give (checked with both on these values)
     const float d = std::numeric_limits<float>::denorm_min();
     const std::vector<float> x{std::nanf(""), -0.0f, d, -d, INFINITY, -INFINITY, 3.5f, -2.0f};
     const std::vector<float> got = run1("Relu", {f32({8}, x)}).to_vector<float>();
-    const std::vector<float> want{0.0f, 0.0f, d, 0.0f, INFINITY, 0.0f, 3.5f, 0.0f};
+    const std::vector<float> want{std::nanf(""), -0.0f, d, 0.0f, INFINITY, 0.0f, 3.5f, 0.0f};
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) CHECK(std::memcmp(&got[i], &want[i], 4) == 0);
   }
@@ -246,6 +248,101 @@ TEST_CASE("Relu Clip LeakyRelu Sigmoid Tanh Identity Dropout") {
   CHECK(d[1].data<bool>()[0]);
   CHECK(contains(error_of([] { run_op("Dropout", {f32({1}, {1}), f32({}, {0.5f}), tensor<bool>({}, {true})}, {}, 13, 1); }),
                  "random dropout"));
+}
+
+// The float ops run their elements in blocks of 8 plus a plain tail (ops/float_loops.hpp):
+// every length from 0 to past two blocks, and special values in every lane position, give
+// exactly the per-element formula's bits.
+TEST_CASE("float elementwise ops: blocked loops equal the per-element formula at every length") {
+  const float d = std::numeric_limits<float>::denorm_min();
+  const std::vector<float> special{std::nanf(""), -0.0f, 0.0f, d, -d, INFINITY, -INFINITY, 3.5f, -2.25f,
+                                   1e-30f, -7.0f, 0.1f, 65504.0f, -1e30f, 2.0f, -0.5f, 5.0f};
+  const auto same_bits = [](const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i << ": got " << got[i] << ", expected " << want[i]);
+      CHECK(std::memcmp(&got[i], &want[i], 4) == 0);
+    }
+  };
+  const auto same_bits_or = [](const std::vector<float>& got, const std::vector<float>& want,
+                               const std::vector<float>& fused) {
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("element " << i << ": got " << got[i] << ", expected " << want[i] << " (fused: " << fused[i] << ")");
+      CHECK((std::memcmp(&got[i], &want[i], 4) == 0 || std::memcmp(&got[i], &fused[i], 4) == 0));
+    }
+  };
+  for (std::int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 23, 37}) {
+    INFO("length " << n);
+    std::vector<float> x(static_cast<std::size_t>(n)), y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      x[i] = special[(i * 5 + static_cast<std::size_t>(n)) % special.size()];  // each value in varying lanes
+      y[i] = special[(i * 3 + 1) % special.size()] * 0.75f;
+    }
+    const Dims shape{n};
+    const auto each = [&](float (*f)(float)) {
+      std::vector<float> r;
+      for (float v : x) r.push_back(f(v));
+      return r;
+    };
+    const auto pairwise = [&](float (*f)(float, float)) {
+      std::vector<float> r;
+      for (std::size_t i = 0; i < x.size(); ++i) r.push_back(f(x[i], y[i]));
+      return r;
+    };
+    same_bits(run1("Relu", {f32(shape, x)}).to_vector<float>(), each([](float v) { return v < 0.0f ? 0.0f : v; }));
+    same_bits(run1("Clip", {f32(shape, x), f32({}, {-3.0f}), f32({}, {4.0f})}).to_vector<float>(),
+              each([](float v) { return v < -3.0f ? -3.0f : (v > 4.0f ? 4.0f : v); }));  // NaN stays NaN
+    same_bits(run1("LeakyRelu", {f32(shape, x)}, {{"alpha", F(0.25f)}}).to_vector<float>(),
+              each([](float v) { return v >= 0.0f ? v : v * 0.25f; }));
+    same_bits(run1("Add", {f32(shape, x), f32(shape, y)}).to_vector<float>(), pairwise([](float a, float b) { return a + b; }));
+    same_bits(run1("Sub", {f32(shape, x), f32(shape, y)}).to_vector<float>(), pairwise([](float a, float b) { return a - b; }));
+    same_bits(run1("Mul", {f32(shape, x), f32(shape, y)}).to_vector<float>(), pairwise([](float a, float b) { return a * b; }));
+    same_bits(run1("Div", {f32(shape, x), f32(shape, y)}).to_vector<float>(), pairwise([](float a, float b) { return a / b; }));
+    // BatchNormalization over [1, 2, n]: (x - mean) / sqrt(var + eps) * scale + B per channel.
+    {
+      std::vector<float> two(x);
+      two.insert(two.end(), y.begin(), y.end());
+      const std::vector<float> got =
+          run1("BatchNormalization", {f32({1, 2, n}, two), f32({2}, {1.5f, -0.5f}), f32({2}, {0.25f, 3.0f}),
+                                      f32({2}, {0.5f, -1.0f}), f32({2}, {2.0f, 0.3f})})
+              .to_vector<float>();
+      // Rounded per operation; a build that fuses multiply-adds (FMA targets) may fuse the last two.
+      std::vector<float> want, fused;
+      const float scale[2] = {1.5f, -0.5f}, b[2] = {0.25f, 3.0f}, mean[2] = {0.5f, -1.0f};
+      const float sd[2] = {std::sqrt(2.0f + 1e-5f), std::sqrt(0.3f + 1e-5f)};
+      for (int c = 0; c < 2; ++c)
+        for (float v : (c == 0 ? x : y)) {
+          const float t = (v - mean[c]) / sd[c];
+          want.push_back(qk::detail::no_contract(t * scale[c]) + b[c]);
+          fused.push_back(std::fma(t, scale[c], b[c]));
+        }
+      same_bits_or(got, want, fused);
+    }
+    // Conv bias: 1x1 convolution of [1, 1, 1, n] into 2 channels, then + bias per channel.
+    if (n > 0) {
+      const std::vector<float> got =
+          run1("Conv", {f32({1, 1, 1, n}, y), f32({2, 1, 1, 1}, {1.0f, -2.0f}), f32({2}, {0.5f, -1.25f})})
+              .to_vector<float>();
+      std::vector<float> want;  // the product, then the bias in a pass of its own: never fused
+      for (float v : y) want.push_back(qk::detail::no_contract(v * 1.0f) + 0.5f);
+      for (float v : y) want.push_back(qk::detail::no_contract(v * -2.0f) + -1.25f);
+      same_bits(got, want);
+    }
+    // Gemm alpha and beta: [1 x 1] * [1 x n] * alpha + beta * C.
+    if (n > 0) {
+      const std::vector<float> got = run1("Gemm", {f32({1, 1}, {2.0f}), f32({1, n}, y), f32({1, n}, x)},
+                                          {{"alpha", F(0.5f)}, {"beta", F(3.0f)}})
+                                         .to_vector<float>();
+      std::vector<float> want, fused;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const float p = (0.0f + qk::detail::no_contract(2.0f * y[i])) * 0.5f;  // the product sums from +0
+        want.push_back(p + qk::detail::no_contract(3.0f * x[i]));
+        fused.push_back(std::fma(3.0f, x[i], p));
+      }
+      same_bits_or(got, want, fused);
+    }
+  }
 }
 
 TEST_CASE("Conv: 2-D, pads and strides, bias, depthwise, 1-D dilated, 3-D, auto_pad") {

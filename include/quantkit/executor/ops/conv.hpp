@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
+#include "quantkit/executor/ops/float_loops.hpp"
 #include "quantkit/ref/no_contract.hpp"
 
 namespace quantkit {
@@ -370,7 +371,8 @@ inline void op_conv(OpContext& ctx) {
     for (std::int64_t n = 0; n < x.dim(0); ++n)
       for (std::int64_t m = 0; m < M; ++m) {
         float* row = py + (n * M + m) * P;
-        for (std::int64_t p = 0; p < P; ++p) row[p] += pb[m];
+        const float bm = pb[m];
+        detail::update_floats(row, P, [bm](float v) { return v + bm; });
       }
   }
   ctx.set_output(0, std::move(y));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
+#include "quantkit/executor/ops/float_loops.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -76,16 +77,14 @@ inline void op_gemm(OpContext& ctx) {
              b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
   Tensor y = Tensor::uninitialized(DType::float32, Dims{M, N});  // assigned by the product (0 for K = 0)
   matrix_product<float>(M, N, K, a.data<float>(), ta, b.data<float>(), tb, y.data<float>());
-  if (alpha != 1.0f) {
-    float* py = y.data<float>();
-    for (std::int64_t i = 0; i < M * N; ++i) py[i] *= alpha;
-  }
+  if (alpha != 1.0f)
+    detail::update_floats(y.data<float>(), M * N, [alpha](float v) { return v * alpha; });
   if (const Tensor* c = ctx.optional_input(2)) {
     if (c->dtype() != DType::float32) ctx.fail("input C has element type ", graph::to_string(c->dtype()), "; expected float32");
     if (beta != 0.0f) {
       const std::vector<float> cb = broadcast_to<float>(ctx, *c, y.shape());
-      float* py = y.data<float>();
-      for (std::size_t i = 0; i < cb.size(); ++i) py[i] += beta * cb[i];
+      detail::update_floats(y.data<float>(), cb.data(), static_cast<std::int64_t>(cb.size()),
+                            [beta](float v, float c) { return v + beta * c; });
     }
   }
   ctx.set_output(0, std::move(y));

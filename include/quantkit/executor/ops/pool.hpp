@@ -98,7 +98,7 @@ inline void op_max_pool(OpContext& ctx) {
   const Dims out_shape = conv_output_shape(x.shape(), x.dim(1), g);
   dispatch<float, std::int8_t, std::uint8_t>(ctx, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    Tensor y(x.dtype(), out_shape);
+    Tensor y = Tensor::uninitialized(x.dtype(), out_shape);  // every element written below
     const bool want_idx = ctx.wants_output(1);
     Tensor idx(DType::int64, want_idx ? out_shape : Dims{});
     const T* px = x.data<T>();
@@ -155,7 +155,7 @@ inline void op_average_pool(OpContext& ctx) {
   const Tensor& x = ctx.input(0, DType::float32);
   const WindowGeometry g = detail::pool_geometry(ctx, x.shape());
   const bool include_pad = ctx.node().attr_int("count_include_pad", 0) != 0;
-  Tensor y(DType::float32, conv_output_shape(x.shape(), x.dim(1), g));
+  Tensor y = Tensor::uninitialized(DType::float32, conv_output_shape(x.shape(), x.dim(1), g));  // all written
   const float* px = x.data<float>();
   float* py = y.data<float>();
   const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size();
@@ -210,7 +210,7 @@ void global_pool(OpContext& ctx) {
   if (x.rank() < 3) ctx.fail("input shape ", x.shape().to_string(), "; expected N x C x D1 ...");
   Dims os = x.shape();
   for (int i = 2; i < os.rank; ++i) os[i] = 1;
-  Tensor y(DType::float32, os);
+  Tensor y = Tensor::uninitialized(DType::float32, os);  // one value per plane, below
   const std::int64_t planes = x.dim(0) * x.dim(1), n = product(x.shape(), 2, x.rank());
   const float* px = x.data<float>();
   float* py = y.data<float>();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "quantkit/executor/ops/common.hpp"
+#include "quantkit/executor/ops/float_loops.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -60,7 +61,7 @@ inline void op_softmax(OpContext& ctx) {
   const std::int64_t outer = product(x.shape(), 0, axis);
   const std::int64_t len = coerce ? product(x.shape(), axis, r) : x.dim(axis);
   const std::int64_t inner = coerce ? 1 : product(x.shape(), axis + 1, r);
-  Tensor y(DType::float32, x.shape());
+  Tensor y = Tensor::uninitialized(DType::float32, x.shape());  // every element written below
   const float* px = x.data<float>();
   float* py = y.data<float>();
   for (std::int64_t o = 0; o < outer; ++o)
@@ -98,7 +99,7 @@ inline void op_batch_normalization(OpContext& ctx) {
     p[i] = t.data<float>();
   }
   const float eps = node.attr_float("epsilon", 1e-5f);
-  Tensor y(DType::float32, x.shape());
+  Tensor y = Tensor::uninitialized(DType::float32, x.shape());  // every element written below
   const std::int64_t N = x.dim(0), inner = product(x.shape(), 2, x.rank());
   const float* px = x.data<float>();
   float* py = y.data<float>();
@@ -107,7 +108,7 @@ inline void op_batch_normalization(OpContext& ctx) {
     const float sd = std::sqrt(p[4][c] + eps), mean = p[3][c], scale = p[1][c], b = p[2][c];
     for (std::int64_t n = 0; n < N; ++n) {
       const std::int64_t base = (n * C + c) * inner;
-      for (std::int64_t i = 0; i < inner; ++i) py[base + i] = (px[base + i] - mean) / sd * scale + b;
+      detail::map_floats(px + base, py + base, inner, [=](float v) { return (v - mean) / sd * scale + b; });
     }
   }
   ctx.set_output(0, std::move(y));
