@@ -178,8 +178,8 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
       ->type_name("OBS")
       ->capture_default_str();
   cmd->add_flag("--reduce-range", o.reduce_range,
-                "weights one bit short: int8 [-64, 63] (int16 [-16384, 16383]), as ONNX Runtime's and PyTorch's "
-                "reduce_range; the model then runs exactly under ONNX Runtime on x86-64 CPUs without VNNI, whose "
+                "weights one bit short: int8 [-64, 63] (int16 [-16384, 16383]), as ONNX Runtime's reduce_range; "
+                "the model then runs exactly under ONNX Runtime on x86-64 CPUs without VNNI, whose "
                 "uint8 x int8 kernels saturate int16 pair sums of full-range 8-bit weights");
   cmd->add_flag("--symmetric-activations", o.symmetric_activations,
                 "int8/int16 symmetric activations (zero point 0) instead of uint8/uint16 affine");
