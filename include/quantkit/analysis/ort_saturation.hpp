@@ -1,0 +1,337 @@
+// Where ONNX Runtime's x86-64 kernels do not compute what a quantized model states: on CPUs
+// without AVX-VNNI, MLAS's uint8 x int8 GEMM multiplies with VPMADDUBSW, which adds each pair
+// of products of the reduction (k = 2j, 2j + 1) into int16 with saturation before the int32
+// sum. A pair of a uint8 activation near 255 and int8 weights near +-127 (255 * 127 * 2 = 64770)
+// saturates at 32767 / -32768 and the accumulator is wrong. ONNX Runtime's default session
+// (session.x64quantprecision off) runs QLinearConv, QLinearMatMul, QGemm and MatMulIntegerToFloat
+// this way; 7-bit weights (PtqConfig::reduce_range) bound a pair by 255 * 64 * 2 = 32640.
+//
+//   const auto rows = qk::analysis::ort_saturation(qm, {{"input", x}});
+//   std::fputs(qk::analysis::format_ort_saturation(rows).c_str(), stdout);
+//
+// The model of ONNX Runtime's arithmetic, checked against ONNX Runtime 1.30 on an AVX2 host
+// (tools/golden/gen_ort_saturation_golden.py writes the cases tests/test_ort_saturation.cpp
+// replays): the activations' raw uint8 integers (zero point included; Conv padding holds the
+// zero point) times the stored int8 weights; pairs follow the reduction order, which for Conv is
+// channels-last: (kernel position, input channel of the group), each group its own product;
+// MatMul and Gemm pair along K. Depthwise Conv (one input and one output channel per group)
+// sums in int32 and is exact. int8 activations (int8 x int8) were exact there too.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "quantkit/error.hpp"
+#include "quantkit/executor/builtin_ops.hpp"
+#include "quantkit/executor/executor.hpp"
+#include "quantkit/executor/ops/conv.hpp"
+#include "quantkit/graph/graph.hpp"
+#include "quantkit/ptq/config.hpp"
+#include "quantkit/ptq/fake_quant.hpp"
+#include "quantkit/ptq/layer_data.hpp"
+#include "quantkit/ptq/weights.hpp"
+
+namespace quantkit {
+namespace analysis {
+
+// What saturating pair sums do to one node's accumulators.
+struct PairSumStats {
+  bool pair_sums = false;           // the node runs on the pairing kernel (false: exact int32)
+  std::int64_t reduction = 0;       // K: products per accumulator
+  std::int64_t outputs = 0;         // accumulators
+  std::int64_t pairs = 0;           // pair sums: outputs * ceil(K / 2)
+  std::int64_t saturated_pairs = 0; // pair sums outside int16
+  std::int64_t affected_outputs = 0;  // accumulators the saturation changes
+  std::int32_t max_pair = 0, min_pair = 0;  // the extreme pair sums, before saturation
+  std::int64_t max_error = 0;       // max |saturated - exact| over the accumulators
+};
+
+namespace detail {
+
+constexpr std::int32_t kInt16Max = 32767, kInt16Min = -32768;
+
+// One accumulator: a (K raw uint8 values) . w (K int8 values, stride `ws`).
+template <class F>
+void pair_dot(const std::int32_t* a, const std::int32_t* w, std::int64_t ws, std::int64_t k, PairSumStats& st,
+              std::int64_t index, std::int64_t channel, F& on_output) {
+  std::int64_t exact = 0, saturated = 0;
+  for (std::int64_t j = 0; j < k; j += 2) {
+    std::int32_t p = a[j] * w[j * ws];
+    if (j + 1 < k) p += a[j + 1] * w[(j + 1) * ws];
+    st.max_pair = std::max(st.max_pair, p);
+    st.min_pair = std::min(st.min_pair, p);
+    exact += p;
+    const std::int32_t s = std::min(std::max(p, kInt16Min), kInt16Max);
+    st.saturated_pairs += s != p;
+    saturated += s;
+  }
+  st.pairs += (k + 1) / 2;
+  st.outputs += 1;
+  const std::int64_t err = saturated > exact ? saturated - exact : exact - saturated;
+  st.affected_outputs += err != 0;
+  st.max_error = std::max(st.max_error, err);
+  on_output(index, channel, exact, saturated);
+}
+
+inline std::vector<std::int32_t> int_values(const graph::Tensor& t, graph::DType want, const graph::Node& n,
+                                            const char* what) {
+  if (t.dtype() != want)
+    n.fail(what, " has element type ", graph::to_string(t.dtype()), "; expected ", graph::to_string(want));
+  std::vector<std::int32_t> out(static_cast<std::size_t>(t.size()));
+  for (std::int64_t i = 0; i < t.size(); ++i)
+    out[static_cast<std::size_t>(i)] = want == graph::DType::uint8 ? t.data<std::uint8_t>()[i] : t.data<std::int8_t>()[i];
+  return out;
+}
+
+}  // namespace detail
+
+// The accumulators of `node` (Conv, MatMul or Gemm, its weight input 1) as ONNX Runtime's x86-64
+// uint8 x int8 kernels without VNNI compute them, against the exact ones: x the uint8 input
+// integers, x_zero_point its zero point (Conv padding), w the int8 weight integers. Calls
+// on_output(index, channel, exact, saturated) for every accumulator: index into the node's
+// output (row-major), channel the output channel (Conv: M; MatMul, Gemm: the column); exact and
+// saturated are the raw sums of x * w, zero points not subtracted (ONNX Runtime corrects for
+// them exactly afterwards, so the difference is the error). Depthwise Conv returns pair_sums
+// false and no accumulators.
+template <class F>
+PairSumStats ort_pair_sums(const graph::Node& node, int opset, const graph::Tensor& x, std::int32_t x_zero_point,
+                           const graph::Tensor& w, F&& on_output) {
+  PairSumStats st;
+  const auto a = detail::int_values(x, graph::DType::uint8, node, "input x");
+  const auto b = detail::int_values(w, graph::DType::int8, node, "weight");
+  if (node.op_type == "Conv") {
+    OpContext ctx(node, opset, {&x, &w});
+    const std::int64_t group = node.attr_int("group", 1);
+    const ops::WindowGeometry g = ops::conv_geometry(ctx, x.shape(), w.shape(), group);
+    const std::int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0), Cg = C / group, Mg = M / group;
+    st.reduction = Cg * g.kernel_size();
+    if (Cg == 1 && Mg == 1) return st;  // ONNX Runtime's depthwise kernel: int32 sums
+    st.pair_sums = true;
+    const std::int64_t K = st.reduction, taps = g.kernel_size(), out_size = g.out_size();
+    // weights as K x M per group, K in channels-last order (kernel position, channel)
+    std::vector<std::int32_t> wk(static_cast<std::size_t>(K * M));
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t c = 0; c < Cg; ++c)
+        for (std::int64_t t = 0; t < taps; ++t)
+          wk[static_cast<std::size_t>((t * Cg + c) * M + m)] = b[static_cast<std::size_t>((m * Cg + c) * taps + t)];
+    std::vector<std::int32_t> patch(static_cast<std::size_t>(K));
+    for (std::int64_t n = 0; n < N; ++n)
+      for (std::int64_t gi = 0; gi < group; ++gi)
+        for (std::int64_t od = 0; od < g.out[0]; ++od)
+          for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
+            for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
+              std::int64_t k = 0;
+              for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                  for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const std::int64_t id = od * g.stride[0] + kd * g.dilation[0] - g.pad_begin[0];
+                    const std::int64_t ih = oh * g.stride[1] + kh * g.dilation[1] - g.pad_begin[1];
+                    const std::int64_t iw = ow * g.stride[2] + kw * g.dilation[2] - g.pad_begin[2];
+                    const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
+                    for (std::int64_t c = 0; c < Cg; ++c, ++k)
+                      patch[static_cast<std::size_t>(k)] =
+                          inside ? a[static_cast<std::size_t>((((n * C + gi * Cg + c) * g.in[0] + id) * g.in[1] + ih) *
+                                                                  g.in[2] + iw)]
+                                 : x_zero_point;
+                  }
+              const std::int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
+              for (std::int64_t mg = 0; mg < Mg; ++mg) {
+                const std::int64_t m = gi * Mg + mg;
+                detail::pair_dot(patch.data(), wk.data() + m, M, K, st, (n * M + m) * out_size + o, m, on_output);
+              }
+            }
+    return st;
+  }
+  std::int64_t rows = 0, K = 0, cols = 0;
+  bool trans_a = false, trans_b = false;
+  if (node.op_type == "MatMul") {
+    if (w.rank() != 2 || x.rank() < 1)
+      node.fail("weight shape ", w.shape().to_string(), " with input ", x.shape().to_string(),
+                "; expected a 2-D weight (K x N)");
+    K = w.dim(0);
+    cols = w.dim(1);
+  } else if (node.op_type == "Gemm") {
+    trans_a = node.attr_int("transA", 0) != 0;
+    trans_b = node.attr_int("transB", 0) != 0;
+    if (w.rank() != 2 || x.rank() != 2)
+      node.fail("input ", x.shape().to_string(), ", weight ", w.shape().to_string(), "; expected 2-D");
+    K = trans_b ? w.dim(1) : w.dim(0);
+    cols = trans_b ? w.dim(0) : w.dim(1);
+  } else {
+    node.fail("not a Conv, MatMul or Gemm; expected one of those (ONNX Runtime's uint8 x int8 GEMM ops)");
+  }
+  const std::int64_t ak = trans_a ? x.dim(0) : x.dim(x.rank() - 1);
+  if (ak != K)
+    node.fail("input ", x.shape().to_string(), " reduces over ", ak, " values but weight ", w.shape().to_string(),
+              " over ", K);
+  rows = x.size() / std::max<std::int64_t>(K, 1);
+  st.reduction = K;
+  st.pair_sums = true;
+  std::vector<std::int32_t> wk(static_cast<std::size_t>(K * cols));  // K x cols
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t c = 0; c < cols; ++c)
+      wk[static_cast<std::size_t>(k * cols + c)] = b[static_cast<std::size_t>(trans_b ? c * K + k : k * cols + c)];
+  std::vector<std::int32_t> row(static_cast<std::size_t>(K));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t k = 0; k < K; ++k)
+      row[static_cast<std::size_t>(k)] = a[static_cast<std::size_t>(trans_a ? k * rows + r : r * K + k)];
+    for (std::int64_t c = 0; c < cols; ++c)
+      detail::pair_dot(row.data(), wk.data() + c, cols, K, st, r * cols + c, c, on_output);
+  }
+  return st;
+}
+
+// One quantized Conv / MatMul / Gemm of a model over the samples.
+struct OrtSaturationRow {
+  std::string node, op;
+  std::string input, weight;
+  std::string formats;         // "uint8 x int8", ...
+  bool checked = false;        // false: ONNX Runtime's kernel for it has no int16 pair sums
+  std::string reason;          // why not checked
+  PairSumStats stats;
+  double max_real_error = 0;   // max over accumulators of |error| * s_x * s_w (the output's units)
+  double max_output_steps = 0; // the same in steps of the output's scale (0: output not quantized)
+  bool saturates() const { return checked && stats.saturated_pairs > 0; }
+};
+
+// Every quantized Conv, MatMul and Gemm of `qm` on `inputs` (its fake-quant run gives each
+// node's input integers; weights are the integers the exports store).
+inline std::vector<OrtSaturationRow> ort_saturation(const ptq::QuantizedModel& qm,
+                                                    const std::map<std::string, graph::Tensor>& inputs) {
+  const auto layers = ptq::detail::quantized_layers(qm);
+  const Executor<ptq::FakeQuantMode> fake(qm.graph, ptq::FakeQuantMode(qm));
+  // the fake-quant graph's name for each layer's (quantized) input
+  std::vector<std::string> fq_input(layers.size());
+  RunOptions opt;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const graph::Node& n = qm.graph.nodes[layers[i].node];
+    for (const auto& fn : fake.graph().nodes)
+      if (ptq::node_key(fn) == layers[i].key && fn.op_type == n.op_type) fq_input[i] = fn.inputs.at(0);
+    if (fq_input[i].empty()) n.fail("not found in the fake-quant model");
+    opt.outputs.push_back(fq_input[i]);
+  }
+  std::vector<OrtSaturationRow> rows;
+  if (layers.empty()) return rows;
+  const auto values = fake.run(inputs, opt);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const graph::Node& n = qm.graph.nodes[layers[i].node];
+    OrtSaturationRow r;
+    r.node = layers[i].key;
+    r.op = n.op_type;
+    r.input = n.inputs.at(0);
+    r.weight = layers[i].weight;
+    const ptq::TensorQuant& wq = qm.at(r.weight);
+    const ptq::TensorQuant* xq = qm.find(r.input);
+    r.formats = (xq ? xq->format.name() : std::string("float")) + " x " + wq.format.name();
+    const ptq::TensorFormat u8{8, false}, s8{8, true};
+    if (!xq) {
+      r.reason = "input not quantized";
+    } else if (xq->format != u8 || wq.format != s8) {
+      r.reason = "not uint8 x int8";
+    } else {
+      r.checked = true;
+    }
+    if (!r.checked) {
+      rows.push_back(std::move(r));
+      continue;
+    }
+    // the input's integers from its fake-quant values (exactly on the grid)
+    const graph::Tensor& xf = values.at(fq_input[i]);
+    if (xf.dtype() != graph::DType::float32) n.fail("input '", r.input, "' is not float32 in the fake-quant run");
+    const float sx = xq->params.scale.at(0);
+    const std::int32_t zx = xq->params.zero_point.at(0);
+    graph::Tensor x8(graph::DType::uint8, xf.shape());
+    for (std::int64_t k = 0; k < xf.size(); ++k) {
+      const double q = std::nearbyint(static_cast<double>(xf.data<float>()[k]) / sx) + zx;
+      if (!(q >= 0 && q <= 255))
+        n.fail("input '", r.input, "' holds ", xf.data<float>()[k], " = integer ", q,
+               " of scale ", sx, ", zero point ", zx, "; expected uint8 values");
+      x8.data<std::uint8_t>()[k] = static_cast<std::uint8_t>(q);
+    }
+    const graph::Tensor& wt = qm.graph.initializers.at(r.weight);
+    const auto wi = ptq::quantize_initializer(wt, wq, r.weight);
+    graph::Tensor w8(graph::DType::int8, wt.shape());
+    for (std::size_t k = 0; k < wi.size(); ++k) w8.data<std::int8_t>()[k] = static_cast<std::int8_t>(wi[k]);
+    // a per-channel weight's scale: channel axis 0 for Conv, the column for MatMul / Gemm
+    const auto& ws = wq.params.scale;
+    const ptq::TensorQuant* yq = n.outputs.empty() ? nullptr : qm.find(n.outputs[0]);
+    const double sy = yq ? static_cast<double>(yq->params.scale.at(0)) : 0.0;
+    r.stats = ort_pair_sums(n, qm.graph.opset, x8, zx, w8,
+                            [&](std::int64_t, std::int64_t c, std::int64_t exact, std::int64_t sat) {
+                              if (exact == sat) return;
+                              const double s = static_cast<double>(sx) *
+                                               static_cast<double>(ws.size() == 1 ? ws[0] : ws.at(static_cast<std::size_t>(c)));
+                              const double e = std::fabs(static_cast<double>(sat - exact)) * s;
+                              r.max_real_error = std::max(r.max_real_error, e);
+                              if (sy > 0) r.max_output_steps = std::max(r.max_output_steps, e / sy);
+                            });
+    if (!r.stats.pair_sums) {
+      r.checked = false;
+      r.reason = "depthwise: int32 sums";
+    }
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+// A table, one row per node, and a verdict naming the remedies.
+inline std::string format_ort_saturation(const std::vector<OrtSaturationRow>& rows) {
+  std::string s;
+  char b[512];
+  std::size_t width = 4;
+  for (const auto& r : rows) width = std::max(width, r.node.size());
+  std::snprintf(b, sizeof b, "%-*s  %-6s %-14s %6s %12s %10s %10s %13s %12s %10s\n", static_cast<int>(width), "node",
+                "op", "formats", "K", "pair sums", "saturated", "outputs", "outputs hit", "worst pair", "max error");
+  s += b;
+  std::size_t hit = 0, checked = 0;
+  for (const auto& r : rows) {
+    if (!r.checked) {
+      std::snprintf(b, sizeof b, "%-*s  %-6s %-14s %6lld   not checked: %s\n", static_cast<int>(width), r.node.c_str(),
+                    r.op.c_str(), r.formats.c_str(), static_cast<long long>(r.stats.reduction), r.reason.c_str());
+      s += b;
+      continue;
+    }
+    ++checked;
+    hit += r.saturates();
+    const auto& t = r.stats;
+    const std::int32_t worst = -static_cast<std::int64_t>(t.min_pair) > t.max_pair ? t.min_pair : t.max_pair;
+    char err[64] = "0";
+    if (t.affected_outputs) {
+      if (r.max_output_steps > 0)
+        std::snprintf(err, sizeof err, "%.3g steps", r.max_output_steps);
+      else
+        std::snprintf(err, sizeof err, "%.3g", r.max_real_error);
+    }
+    const double share = t.outputs ? 100.0 * static_cast<double>(t.affected_outputs) / static_cast<double>(t.outputs) : 0.0;
+    std::snprintf(b, sizeof b, "%-*s  %-6s %-14s %6lld %12lld %10lld %10lld %6lld %5.2f%% %12d %10s\n",
+                  static_cast<int>(width), r.node.c_str(), r.op.c_str(), r.formats.c_str(),
+                  static_cast<long long>(t.reduction), static_cast<long long>(t.pairs),
+                  static_cast<long long>(t.saturated_pairs), static_cast<long long>(t.outputs),
+                  static_cast<long long>(t.affected_outputs), share, worst, err);
+    s += b;
+  }
+  if (hit) {
+    std::snprintf(b, sizeof b,
+                  "%zu of %zu checked nodes saturate: ONNX Runtime on x86-64 CPUs without AVX-VNNI (its default "
+                  "session) computes them differently from the model. Remedies: 7-bit weights (quantkit --reduce-range, "
+                  "PtqConfig::reduce_range: pair sums within +-32640), or the session option "
+                  "session.x64quantprecision=1 (exact, slower).\n",
+                  hit, checked);
+  } else {
+    std::snprintf(b, sizeof b,
+                  "no pair sum outside int16 in %zu checked nodes: ONNX Runtime's uint8 x int8 kernels without AVX-VNNI "
+                  "compute them exactly on these samples.\n",
+                  checked);
+  }
+  s += b;
+  return s;
+}
+
+}  // namespace analysis
+}  // namespace quantkit

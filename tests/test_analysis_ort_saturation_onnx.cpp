@@ -1,0 +1,242 @@
+// analysis::ort_pair_sums / ort_saturation: ONNX Runtime's uint8 x int8 kernels on x86-64
+// without AVX-VNNI (int16-saturating pair sums). The golden cases (tests/golden/ort_saturation.json,
+// tools/golden/gen_ort_saturation_golden.py: ONNX Runtime 1.30 on an AVX2 host) are replayed bit
+// for bit: quantkit's saturated accumulators, requantized as ONNX Runtime does, give its default
+// session's outputs, and the exact ones its x64quantprecision session's. Then the check on the
+// demo CNN: full-range weights saturate, --reduce-range's never can.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <quantkit/analysis/ort_saturation.hpp>
+#include <quantkit/io/npy.hpp>
+#include <quantkit/observer/minmax.hpp>
+#include <quantkit/onnx.hpp>
+#include <quantkit/ptq.hpp>
+
+#include "support/golden.hpp"
+
+namespace qk = quantkit;
+namespace qa = quantkit::analysis;
+using qk::graph::Tensor;
+using nlohmann::json;
+
+namespace {
+
+const std::string demo_dir = std::string(QUANTKIT_TEST_DIR) + "/../examples/data/demo/";
+
+Tensor npy_f32(const std::string& path) {
+  const qk::npy::Array a = qk::npy::load(path);
+  return Tensor::from_vector<float>(a.shape, a.as<float>(path), path);
+}
+
+qk::Dims dims_of(const json& j) {
+  const auto v = j.get<std::vector<std::int64_t>>();
+  return qk::Dims::from(v.begin(), v.end());
+}
+
+template <class T>
+Tensor int_tensor(qk::graph::DType dt, const json& shape, const json& values) {
+  Tensor t(dt, dims_of(shape));
+  const auto v = values.get<std::vector<std::int64_t>>();
+  REQUIRE(static_cast<std::int64_t>(v.size()) == t.size());
+  for (std::size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = static_cast<T>(v[i]);
+  return t;
+}
+
+qk::graph::Node node_of(const json& c) {
+  qk::graph::Node n;
+  n.op_type = c.at("op").get<std::string>();
+  n.name = c.at("name").get<std::string>();
+  n.inputs = {"x", "w"};
+  n.outputs = {"y"};
+  for (const auto& kv : c.at("attrs").items()) {
+    if (kv.value().is_array())
+      n.attributes[kv.key()] = qk::graph::Attribute::make_ints(kv.value().get<std::vector<std::int64_t>>());
+    else
+      n.attributes[kv.key()] = qk::graph::Attribute::make_int(kv.value().get<std::int64_t>());
+  }
+  return n;
+}
+
+// ONNX Runtime's requantization (MLAS): float32 acc * (x_scale * w_scale / y_scale), rounded
+// half to even, + zero point, clamped to uint8.
+std::int64_t requantize(std::int64_t acc, float scale, std::int64_t zp) {
+  const float v = std::nearbyint(static_cast<float>(acc) * scale);
+  return std::min<std::int64_t>(255, std::max<std::int64_t>(0, static_cast<std::int64_t>(v) + zp));
+}
+
+}  // namespace
+
+TEST_CASE("ort_pair_sums: ONNX Runtime's uint8 x int8 outputs without VNNI, bit for bit (golden)") {
+  const json g = quantkit_test::load_golden("ort_saturation.json");
+  REQUIRE(g.at("cases").size() >= 14);
+  std::int64_t differing_total = 0;
+  for (const json& c : g.at("cases")) {
+    const std::string name = c.at("name").get<std::string>();
+    CAPTURE(name);
+    const qk::graph::Node n = node_of(c);
+    const Tensor x = int_tensor<std::uint8_t>(qk::graph::DType::uint8, c.at("x_shape"), c.at("x"));
+    const Tensor w = int_tensor<std::int8_t>(qk::graph::DType::int8, c.at("w_shape"), c.at("w"));
+    const std::int32_t zx = c.at("x_zero_point").get<std::int32_t>();
+    const float xs = c.at("x_scale").get<float>(), ys = c.at("y_scale").get<float>();
+    std::vector<float> ws;
+    if (c.at("w_scale").is_array())
+      ws = c.at("w_scale").get<std::vector<float>>();
+    else
+      ws = {c.at("w_scale").get<float>()};
+    const auto ort_default = c.at("ort_default").get<std::vector<std::int64_t>>();
+    const auto ort_exact = c.at("ort_exact").get<std::vector<std::int64_t>>();
+    // the zero-point term ONNX Runtime subtracts exactly: zx * (sum of the channel's weights)
+    const auto wv = c.at("w").get<std::vector<std::int64_t>>();
+    const bool trans_b = n.attr_int("transB", 0) != 0;
+    const auto wshape = c.at("w_shape").get<std::vector<std::int64_t>>();
+    std::map<std::int64_t, std::int64_t> wsum;
+    for (std::size_t i = 0; i < wv.size(); ++i) {
+      std::int64_t ch;
+      if (n.op_type == "Conv") ch = static_cast<std::int64_t>(i) / (static_cast<std::int64_t>(wv.size()) / wshape[0]);
+      else ch = trans_b ? static_cast<std::int64_t>(i) / wshape[1] : static_cast<std::int64_t>(i) % wshape[1];
+      wsum[ch] += wv[i];
+    }
+    std::vector<std::int64_t> got_default(ort_default.size(), -1), got_exact(ort_exact.size(), -1);
+    std::int64_t calls = 0, differing = 0;
+    const qa::PairSumStats st = qa::ort_pair_sums(
+        n, 13, x, zx, w, [&](std::int64_t idx, std::int64_t ch, std::int64_t exact, std::int64_t sat) {
+          ++calls;
+          REQUIRE(idx >= 0);
+          REQUIRE(idx < static_cast<std::int64_t>(got_default.size()));
+          const float scale = xs * ws[ws.size() == 1 ? 0 : static_cast<std::size_t>(ch)] / ys;
+          got_default[static_cast<std::size_t>(idx)] = requantize(sat - zx * wsum[ch], scale, 128);
+          got_exact[static_cast<std::size_t>(idx)] = requantize(exact - zx * wsum[ch], scale, 128);
+        });
+    for (std::size_t i = 0; i < ort_default.size(); ++i) differing += ort_default[i] != ort_exact[i];
+    differing_total += differing;
+    if (name == "conv_depthwise") {
+      // ONNX Runtime's depthwise kernel sums in int32: no pair sums, both sessions agree
+      CHECK_FALSE(st.pair_sums);
+      CHECK(calls == 0);
+      CHECK(differing == 0);
+      continue;
+    }
+    CHECK(st.pair_sums);
+    CHECK(calls == static_cast<std::int64_t>(ort_default.size()));
+    CHECK(st.outputs == calls);
+    CHECK(st.pairs == st.outputs * ((st.reduction + 1) / 2));
+    std::int64_t mismatches_default = 0, mismatches_exact = 0;
+    for (std::size_t i = 0; i < ort_default.size(); ++i) {
+      mismatches_default += got_default[i] != ort_default[i];
+      mismatches_exact += got_exact[i] != ort_exact[i];
+    }
+    CHECK(mismatches_default == 0);
+    CHECK(mismatches_exact == 0);
+    // every output the sessions disagree on is an accumulator the check flags
+    CHECK(st.affected_outputs >= differing);
+    CHECK(differing > 0);
+    CHECK(st.saturated_pairs > 0);
+    CHECK(st.max_pair > 32767);
+  }
+  CHECK(differing_total > 1000);
+}
+
+TEST_CASE("ort_pair_sums: pairing, bounds and errors") {
+  // MatMul [1, 4] x [4, 2]: column 0 pairs (k0, k1) at 255 x 127 (saturates); column 1 puts the
+  // large weights on k1, k2 (two different pairs: exact)
+  qk::graph::Node mm;
+  mm.op_type = "MatMul";
+  mm.name = "mm";
+  const Tensor x = Tensor::from_vector<std::uint8_t>(qk::Dims{1, 4}, {255, 255, 255, 255});
+  const Tensor w = Tensor::from_vector<std::int8_t>(qk::Dims{4, 2}, {127, 0, 127, 127, 0, 127, 0, 0});
+  std::map<std::int64_t, std::pair<std::int64_t, std::int64_t>> acc;
+  const auto st = qa::ort_pair_sums(mm, 13, x, 0, w, [&](std::int64_t i, std::int64_t, std::int64_t e, std::int64_t s) {
+    acc[i] = {e, s};
+  });
+  CHECK(acc.at(0) == std::make_pair(std::int64_t{64770}, std::int64_t{32767}));
+  CHECK(acc.at(1) == std::make_pair(std::int64_t{64770}, std::int64_t{64770}));
+  CHECK(st.saturated_pairs == 1);
+  CHECK(st.affected_outputs == 1);
+  CHECK(st.max_error == 64770 - 32767);
+  CHECK(st.max_pair == 64770);
+  CHECK(st.reduction == 4);
+  CHECK(st.pairs == 4);
+  // -128 weights: the negative side saturates at -32768
+  const Tensor wn = Tensor::from_vector<std::int8_t>(qk::Dims{4, 2}, {-128, 0, -128, 0, 0, 0, 0, 0});
+  const auto sn = qa::ort_pair_sums(mm, 13, x, 0, wn, [&](std::int64_t i, std::int64_t, std::int64_t e, std::int64_t s) {
+    if (i == 0) CHECK(e - s == -65280 + 32768);
+  });
+  CHECK(sn.min_pair == -65280);
+  // 7-bit weights (reduce_range) never saturate: the worst pair is 255 * 64 * 2
+  const Tensor w7 = Tensor::from_vector<std::int8_t>(qk::Dims{4, 2}, {-64, 64, -64, 64, -64, 64, -64, 64});
+  const auto s7 = qa::ort_pair_sums(mm, 13, x, 0, w7, [](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {});
+  CHECK(s7.saturated_pairs == 0);
+  CHECK(s7.max_pair == 32640);
+  CHECK(s7.min_pair == -32640);
+  // errors name the node and what was expected
+  const Tensor xs8 = Tensor::from_vector<std::int8_t>(qk::Dims{1, 4}, {1, 2, 3, 4});
+  auto none = [](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {};
+  CHECK_THROWS_WITH_AS(qa::ort_pair_sums(mm, 13, xs8, 0, w, none),
+                       doctest::Contains("node 'mm' (op MatMul): input x has element type int8; expected uint8"),
+                       qk::Error);
+  const Tensor w3 = Tensor::from_vector<std::int8_t>(qk::Dims{3, 2}, {1, 2, 3, 4, 5, 6});
+  CHECK_THROWS_WITH_AS(qa::ort_pair_sums(mm, 13, x, 0, w3, none),
+                       doctest::Contains("reduces over 4 values but weight [3, 2] over 3"), qk::Error);
+  qk::graph::Node relu;
+  relu.op_type = "Relu";
+  relu.name = "r";
+  CHECK_THROWS_WITH_AS(qa::ort_pair_sums(relu, 13, x, 0, w, none), doctest::Contains("not a Conv, MatMul or Gemm"),
+                       qk::Error);
+}
+
+TEST_CASE("ort_saturation: the demo CNN saturates with full-range weights, never with reduce_range") {
+  const qk::graph::Graph g = qk::onnx::load(demo_dir + "digits_cnn.onnx");
+  const Tensor calib = npy_f32(demo_dir + "digits_calib.npy");
+  const std::map<std::string, Tensor> samples = {{"input", calib}};
+  auto calibrate = [&](bool reduce) {
+    qk::ptq::PtqConfig cfg;
+    cfg.convention = qk::ConventionKind::onnxruntime;
+    cfg.reduce_range = reduce;
+    qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(g, cfg);
+    cal.observe(qk::ptq::split_batches("input", calib, 64));
+    return cal.finish();
+  };
+  const auto full = qa::ort_saturation(calibrate(false), samples);
+  const auto reduced = qa::ort_saturation(calibrate(true), samples);
+  REQUIRE(full.size() == reduced.size());
+  REQUIRE(full.size() >= 4);
+  std::size_t saturating = 0, depthwise = 0;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    CAPTURE(full[i].node);
+    CHECK(full[i].node == reduced[i].node);
+    CHECK(full[i].formats == "uint8 x int8");
+    if (!full[i].checked) {
+      CHECK(full[i].reason == "depthwise: int32 sums");
+      ++depthwise;
+      continue;
+    }
+    const std::int64_t samples_n = calib.dim(0);
+    CHECK(full[i].stats.outputs % samples_n == 0);
+    CHECK(full[i].stats.pairs == full[i].stats.outputs * ((full[i].stats.reduction + 1) / 2));
+    saturating += full[i].saturates();
+    if (full[i].saturates()) {
+      CHECK(full[i].stats.affected_outputs > 0);
+      CHECK(full[i].max_real_error > 0);
+    }
+    // 7-bit weights: every pair within +-32640
+    CHECK(reduced[i].checked);
+    CHECK(reduced[i].stats.saturated_pairs == 0);
+    CHECK(reduced[i].stats.affected_outputs == 0);
+    CHECK(reduced[i].stats.max_pair <= 32640);
+    CHECK(reduced[i].stats.min_pair >= -32640);
+    CHECK(reduced[i].max_real_error == 0);
+  }
+  CHECK(depthwise >= 1);
+  CHECK(saturating >= 1);
+  const std::string text = qa::format_ort_saturation(full);
+  CHECK(text.find("checked nodes saturate") != std::string::npos);
+  CHECK(text.find("--reduce-range") != std::string::npos);
+  CHECK(text.find("not checked: depthwise: int32 sums") != std::string::npos);
+  CHECK(qa::format_ort_saturation(reduced).find("no pair sum outside int16") != std::string::npos);
+}
