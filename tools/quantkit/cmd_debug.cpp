@@ -23,6 +23,7 @@
 
 #include "cli.hpp"
 #include "quantkit/analysis/distribution.hpp"
+#include "quantkit/analysis/ort_saturation.hpp"
 #include "quantkit/analysis/partial.hpp"
 #include "quantkit/analysis/sensitivity.hpp"
 #include "quantkit/io/atomic_file.hpp"
@@ -353,6 +354,29 @@ Json partial_json(const qa::PartialResult& p) {
               {"sensitive", sens}, {"steps", steps}};
 }
 
+// ONNX Runtime's int16 pair sums on x86-64 without VNNI (analysis/ort_saturation.hpp).
+Json ort_saturation_json(const std::vector<qa::OrtSaturationRow>& rows) {
+  Json out = Json::array();
+  std::size_t checked = 0, saturating = 0;
+  for (const auto& r : rows) {
+    Json x{{"node", r.node}, {"op", r.op}, {"input", r.input}, {"weight", r.weight}, {"formats", r.formats},
+           {"checked", r.checked}};
+    if (!r.checked) {
+      x["reason"] = r.reason;
+    } else {
+      ++checked;
+      saturating += r.saturates();
+      const auto& t = r.stats;
+      x.update(Json{{"reduction", t.reduction}, {"outputs", t.outputs}, {"pairs", t.pairs},
+                    {"saturated_pairs", t.saturated_pairs}, {"affected_outputs", t.affected_outputs},
+                    {"max_pair", t.max_pair}, {"min_pair", t.min_pair}, {"max_accumulator_error", t.max_error},
+                    {"max_error", json_number(r.max_real_error)}, {"max_error_steps", json_number(r.max_output_steps)}});
+    }
+    out.push_back(x);
+  }
+  return Json{{"rows", out}, {"checked", checked}, {"saturating", saturating}};
+}
+
 // ---------------------------------------------------------------------------------------------
 // Text output.
 std::string metric_cell(qa::Metric m, const Json& v) {
@@ -496,7 +520,7 @@ void print_partial(const Json& j) {
 }
 
 // ---------------------------------------------------------------------------------------------
-std::string conclusion(const Json& report) {
+std::string accuracy_conclusion(const Json& report) {
   const auto& part = report["partial"];
   const double t = part["threshold"].get<double>();
   const double full = part["full"]["cosine"].get<double>();
@@ -543,6 +567,22 @@ std::string conclusion(const Json& report) {
   return s;
 }
 
+// The accuracy conclusion, and whether ONNX Runtime on CPUs without VNNI computes the model.
+std::string conclusion(const Json& report) {
+  std::string s = accuracy_conclusion(report);
+  const Json& o = report["ort_saturation"];
+  const std::size_t hit = o["saturating"].get<std::size_t>();
+  if (hit) {
+    std::vector<std::string> nodes;
+    for (const auto& r : o["rows"])
+      if (r["checked"].get<bool>() && r["saturated_pairs"].get<std::int64_t>() > 0) nodes.push_back(r["node"].get<std::string>());
+    s += fmt::format(" ONNX Runtime on x86-64 CPUs without AVX-VNNI saturates int16 pair sums in {} of {} checked "
+                     "nodes ({}): quantize with --reduce-range for it (or set session.x64quantprecision=1).",
+                     hit, o["checked"].get<std::size_t>(), fmt::join(nodes, ", "));
+  }
+  return s;
+}
+
 void run_verb(const CLI::App* cmd, const std::string& verb, const DebugArgs& a) {
   const auto metrics = parse_metrics(a.metrics);
   const int bins = static_cast<int>(parse_int("--bins", a.bins, 2, 4096));
@@ -585,6 +625,12 @@ void run_verb(const CLI::App* cmd, const std::string& verb, const DebugArgs& a) 
     if (a.json) return print_json(j);
     print_header(j);
     print_channelwise(j["channelwise"]);
+  } else if (verb == "ort-saturation") {
+    const auto rows = qa::ort_saturation(c.qm(), c.session->inputs());
+    j["ort_saturation"] = ort_saturation_json(rows);
+    if (a.json) return print_json(j);
+    print_header(j);
+    fmt::print("{}", qa::format_ort_saturation(rows));
   } else if (verb == "partial") {
     j["partial"] = partial_json(c.session->partial(threshold));
     if (a.json) return print_json(j);
@@ -661,6 +707,8 @@ void run_all(const CLI::App* cmd, const DebugArgs& a) {
   }
   report["distributions"] = dists;
   report["channelwise"] = chans;
+  step("ONNX Runtime int16 pair sums (x86-64 without VNNI)");
+  report["ort_saturation"] = ort_saturation_json(qa::ort_saturation(c.qm(), c.session->inputs()));
   report["conclusion"] = conclusion(report);
 
   const std::string json_path = a.out_dir + "/report.json", html_path = a.out_dir + "/report.html";
@@ -755,6 +803,12 @@ void add_debug(CLI::App& app) {
       ->capture_default_str();
   json_flag(part);
   part->callback([a, part] { run_verb(part, "partial", *a); });
+
+  CLI::App* ort = debug->add_subcommand(
+      "ort-saturation", "where ONNX Runtime on x86-64 CPUs without VNNI saturates uint8 x int8 pair sums");
+  add_common(ort, *a);
+  json_flag(ort);
+  ort->callback([a, ort] { run_verb(ort, "ort-saturation", *a); });
 
   CLI::App* all = debug->add_subcommand("runall", "everything, into OUTDIR/report.html and OUTDIR/report.json");
   add_common(all, *a);

@@ -321,7 +321,7 @@ svg.chart{display:block;margin:8px 0 14px 0;font-size:11px}.axis{font-weight:bol
 nav a{margin-right:12px}code{background:#f4f4f4;padding:0 3px}
 </style></head><body>)";
   h += "<h1>quantkit accuracy debug report</h1>";
-  h += R"(<nav><a href="#summary">Summary</a><a href="#sensitivity">Sensitivity</a><a href="#weights">Weights</a><a href="#activations">Activations</a><a href="#acc-error">Cumulative error</a><a href="#partial">Partial quantization</a><a href="#distributions">Distributions</a><a href="#channelwise">Channel-wise</a></nav>)";
+  h += R"(<nav><a href="#summary">Summary</a><a href="#sensitivity">Sensitivity</a><a href="#weights">Weights</a><a href="#activations">Activations</a><a href="#acc-error">Cumulative error</a><a href="#partial">Partial quantization</a><a href="#distributions">Distributions</a><a href="#channelwise">Channel-wise</a><a href="#ort-saturation">ONNX Runtime without VNNI</a></nav>)";
 
   // Summary.
   h += R"(<section id="summary"><h2>Summary</h2><table>)";
@@ -451,6 +451,30 @@ nav a{margin-right:12px}code{background:#f4f4f4;padding:0 3px}
     h += box_chart(c);
   }
   h += "</section>";
+  // ONNX Runtime's int16 pair sums.
+  if (r.contains("ort_saturation")) {
+    const Json& o = r["ort_saturation"];
+    h += R"(<section id="ort-saturation"><h2>ONNX Runtime without VNNI</h2><p>On x86-64 CPUs without AVX-VNNI, ONNX Runtime's uint8 x int8 kernels (its default session) add each pair of products into int16 with saturation. Per quantized Conv / MatMul / Gemm on the samples: the pair sums outside int16, the accumulators they change, the most extreme pair sum (int16 holds -32768 to 32767) and the largest accumulator error in steps of the node's output scale. Where any saturate, quantize with <code>--reduce-range</code> (7-bit weights: pairs within &plusmn;32640) or run ONNX Runtime with <code>session.x64quantprecision=1</code>.</p>)";
+    h += "<table><tr><th>node</th><th>op</th><th>formats</th><th>K</th><th>pair sums</th><th>saturated</th><th>outputs changed</th><th>worst pair</th><th>max error</th></tr>";
+    for (const auto& row : o["rows"]) {
+      h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td>", esc(row["node"].get<std::string>()), esc(row["op"].get<std::string>()),
+                       esc(row["formats"].get<std::string>()));
+      if (!row["checked"].get<bool>()) {
+        h += fmt::format(R"(<td colspan="6">not checked: {}</td></tr>)", esc(row["reason"].get<std::string>()));
+        continue;
+      }
+      const std::int64_t outputs = row["outputs"].get<std::int64_t>(), hit = row["affected_outputs"].get<std::int64_t>();
+      const std::int64_t hi = row["max_pair"].get<std::int64_t>(), lo = row["min_pair"].get<std::int64_t>();
+      const double steps = num(row["max_error_steps"]);
+      h += fmt::format(R"(<td class="num">{}</td><td class="num">{}</td><td class="num">{}</td><td class="num">{} of {} ({:.2f}%)</td><td class="num">{}</td><td class="num">{}</td></tr>)",
+                       row["reduction"].get<std::int64_t>(), row["pairs"].get<std::int64_t>(),
+                       row["saturated_pairs"].get<std::int64_t>(), hit, outputs,
+                       outputs ? 100.0 * static_cast<double>(hit) / static_cast<double>(outputs) : 0.0, -lo > hi ? lo : hi,
+                       hit == 0 ? std::string("0") : steps > 0 ? tick(steps) + " steps" : tick(num(row["max_error"])));
+    }
+    h += fmt::format("</table><p>{} of {} checked nodes saturate.</p></section>", o["saturating"].get<std::size_t>(),
+                     o["checked"].get<std::size_t>());
+  }
   h += "<footer><p>Written by <code>quantkit debug runall</code>; the same data is in report.json.</p></footer></body></html>\n";
   return h;
 }

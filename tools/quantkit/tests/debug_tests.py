@@ -11,8 +11,9 @@ Cases (one ctest test each, label "cli"):
              acc-error (--only/--all-but nested lists, weight/activation only, running mean),
              distribution (node, weight, activation: histograms and clipping ranges),
              channelwise (box statistics; the hostile weight's uneven channels), partial
-             (sensitive nodes, k left in float); text and JSON; --quantized Q.onnx (the QDQ file
-             quantize writes) measures what calibrating in memory measures
+             (sensitive nodes, k left in float), ort-saturation (ONNX Runtime's int16 pair sums
+             without VNNI: the demo saturates, --reduce-range never); text and JSON; --quantized
+             Q.onnx (the QDQ file quantize writes) measures what calibrating in memory measures
   errors     bad options and names: non-zero exit, one line naming the option and the value
   report     runall on the demo model under a minute: report.json sections, a self-contained
              report.html (no script, no external reference) with a chart in every section,
@@ -183,6 +184,38 @@ def case_verbs(c):
     rows_imp = [(r["node"], r["metrics"]["cosine"]) for r in imp["sensitivity"]["rows"]]
     check(rows_mem == rows_imp, f"in memory {rows_mem[:3]} vs imported {rows_imp[:3]}")
 
+    # ort-saturation: ONNX Runtime's int16 pair sums without VNNI. Full-range weights on the demo
+    # saturate (conv1: uint8 pixels near 255 times its largest weights); the depthwise conv is
+    # not checked (int32 sums); --reduce-range keeps every pair within +-32640; the imported QDQ
+    # file gives the same figures as calibrating in memory.
+    demo_args = ["debug", "ort-saturation", c.demo_file("digits_cnn.onnx"), "--calib", c.demo_file("digits_calib.npy")]
+    o = c.json(*demo_args)["ort_saturation"]
+    rows = {r["node"]: r for r in o["rows"]}
+    check(sorted(rows) == ["/conv1/Conv", "/conv3/Conv", "/dw2/Conv", "/fc1/Gemm", "/fc2/Gemm", "/pw2/Conv"],
+          f"ort-saturation rows {sorted(rows)}")
+    check(not rows["/dw2/Conv"]["checked"] and "depthwise" in rows["/dw2/Conv"]["reason"], f"dw2: {rows['/dw2/Conv']}")
+    check(o["checked"] == 5 and o["saturating"] >= 1, f"checked {o['checked']}, saturating {o['saturating']}")
+    c1 = rows["/conv1/Conv"]
+    check(c1["formats"] == "uint8 x int8" and c1["reduction"] == 9 and c1["outputs"] == 64 * 16 * 64,
+          f"conv1: {c1}")
+    check(c1["saturated_pairs"] > 0 and 0 < c1["affected_outputs"] <= c1["outputs"] and c1["max_pair"] > 32767,
+          f"conv1 saturates: {c1}")
+    check(c1["pairs"] == c1["outputs"] * 5 and num(c1["max_error_steps"]) > 1, f"conv1 pairs / error: {c1}")
+    for r in o["rows"]:
+        if r["checked"] and r["saturated_pairs"] == 0:
+            check(r["affected_outputs"] == 0 and num(r["max_error"]) == 0, f"no saturation, no error: {r}")
+    t = c.run(*demo_args).stdout
+    check("/conv1/Conv" in t and "not checked: depthwise" in t and "--reduce-range" in t, f"ort-saturation text:\n{t}")
+    red = c.json(*demo_args, "--reduce-range")["ort_saturation"]
+    check(red["saturating"] == 0 and red["checked"] == 5, f"--reduce-range: {red['saturating']} saturating")
+    for r in red["rows"]:
+        if r["checked"]:
+            check(-32640 <= r["min_pair"] and r["max_pair"] <= 32640 and r["affected_outputs"] == 0, f"7-bit: {r}")
+    check("no pair sum outside int16" in c.run(*demo_args, "--reduce-range").stdout, "--reduce-range verdict")
+    imp = c.json("debug", "ort-saturation", c.demo_file("digits_cnn.onnx"), "--quantized", qdq,
+                 "--calib", c.demo_file("digits_calib.npy"))["ort_saturation"]
+    check(imp == o, "ort-saturation on the imported QDQ file differs from the in-memory calibration")
+
 
 def case_errors(c):
     def fails(args, status, *needles):
@@ -248,18 +281,22 @@ def case_report(c):
           f"distributions (top 5 of each): {kinds}")
     check(len(j["channelwise"]) == 10, f"channelwise entries: {len(j['channelwise'])}")
     check(j["conclusion"].startswith("The fully quantized model's output cosine is"), j["conclusion"])
+    o = j["ort_saturation"]
+    check(o["checked"] == 5 and o["saturating"] >= 1 and len(o["rows"]) == 6, f"ort_saturation {o}")
+    check("--reduce-range" in j["conclusion"] and "/conv1/Conv" in j["conclusion"],
+          f"the conclusion names the saturating nodes and the remedy: {j['conclusion']}")
 
     html_path = os.path.join(out, "report.html")
     with open(html_path, encoding="utf-8") as f:
         html = f.read()
     sections = ["summary", "sensitivity", "weights", "activations", "acc-error", "partial", "distributions",
-                "channelwise"]
+                "channelwise", "ort-saturation"]
     for sid in sections:
         start_at = html.find(f'<section id="{sid}">')
         check(start_at >= 0, f"report.html lacks section '{sid}'")
         end = html.find("</section>", start_at)
         body = html[start_at:end]
-        if sid not in ("summary", "partial"):  # partial: a chart only when a node is sensitive
+        if sid not in ("summary", "partial", "ort-saturation"):  # partial: a chart only when a node is sensitive
             check("<svg" in body, f"section '{sid}' has no chart")
     check("<script" not in html.lower(), "report.html must not need JavaScript")
     for ref in ("src=", "http://", "https://", "@import", "url("):
