@@ -106,6 +106,8 @@ struct QuantOptions {
 };
 // Adds --calib, --weight-bits, ... to `cmd`.
 void add_quant_options(CLI::App* cmd, QuantOptions& o);
+// The options add_quant_options adds that choose the quantization (not --calib, --batch, --progress).
+const std::vector<std::string>& quantization_option_names();
 // True when any quantize option was given (so calibration is asked for).
 bool quant_options_given(const CLI::App* cmd);
 // The PtqConfig the options describe, checked against the model (node names).

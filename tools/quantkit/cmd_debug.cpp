@@ -105,9 +105,7 @@ Context make_context(const CLI::App* cmd, const DebugArgs& a) {
   Context c;
   const std::int64_t n = parse_int("--samples", a.samples, 1, std::int64_t{1} << 30);
   if (!a.quantized.empty()) {
-    for (const char* o : {"--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
-                          "--rounding", "--keep-float", "--int16", "--cle", "--bias-correction", "--adaround",
-                          "--reduce-range"})
+    for (const auto& o : quantization_option_names())
       if (cmd->count(o))
         usage_fail(o, ": the quantization comes from --quantized '", a.quantized,
                    "'; expected no quantize options with it (only --calib or --input for the samples)");

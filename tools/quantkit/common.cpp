@@ -149,10 +149,12 @@ const char* to_string(Mode m) {
 }
 
 // ---------------------------------------------------------------------------------------------
-static const char* const quant_option_names[] = {
-    "--calib",    "--weight-bits", "--act-bits", "--weight-granularity", "--observer", "--symmetric-activations",
-    "--rounding", "--keep-float",  "--int16",    "--batch",              "--progress",
-    "--cle",      "--bias-correction", "--adaround", "--reduce-range"};
+const std::vector<std::string>& quantization_option_names() {
+  static const std::vector<std::string> names = {
+      "--weight-bits", "--act-bits", "--weight-granularity", "--observer",  "--symmetric-activations", "--rounding",
+      "--keep-float",  "--int16",    "--cle",                "--bias-correction", "--adaround",          "--reduce-range"};
+  return names;
+}
 
 void add_quant_options(CLI::App* cmd, QuantOptions& o) {
   cmd->add_option("--calib", o.calib,
@@ -213,7 +215,9 @@ void add_quant_options(CLI::App* cmd, QuantOptions& o) {
 }
 
 bool quant_options_given(const CLI::App* cmd) {
-  for (const char* name : quant_option_names)
+  for (const char* name : {"--calib", "--batch", "--progress"})
+    if (cmd->count(name) > 0) return true;
+  for (const auto& name : quantization_option_names())
     if (cmd->count(name) > 0) return true;
   return false;
 }

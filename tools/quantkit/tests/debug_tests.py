@@ -244,6 +244,9 @@ def case_errors(c):
     fails(["debug", "partial", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx"),
            "--observer", "kl", "--input", c.demo_file("digits_test_x.npy")], 2, "--observer",
           "expected no quantize options")
+    fails(["debug", "ort-saturation", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx"),
+           "--reduce-range", "--input", c.demo_file("digits_test_x.npy")], 2, "--reduce-range",
+          "expected no quantize options")
     fails(["debug", "partial", c.demo_file("digits_cnn.onnx"), "--quantized", c.demo_file("digits_cnn.onnx")], 2,
           "--quantized: no samples")
     qdq = os.path.join(c.tmp, "q.onnx")
