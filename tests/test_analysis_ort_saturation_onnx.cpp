@@ -194,10 +194,11 @@ TEST_CASE("ort_saturation: the demo CNN saturates with full-range weights, never
   const qk::graph::Graph g = qk::onnx::load(demo_dir + "digits_cnn.onnx");
   const Tensor calib = npy_f32(demo_dir + "digits_calib.npy");
   const std::map<std::string, Tensor> samples = {{"input", calib}};
-  auto calibrate = [&](bool reduce) {
+  auto calibrate = [&](bool reduce, bool int8_activations = false) {
     qk::ptq::PtqConfig cfg;
     cfg.convention = qk::ConventionKind::onnxruntime;
     cfg.reduce_range = reduce;
+    cfg.symmetric_activations = int8_activations;
     qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(g, cfg);
     cal.observe(qk::ptq::split_batches("input", calib, 64));
     return cal.finish();
@@ -239,4 +240,15 @@ TEST_CASE("ort_saturation: the demo CNN saturates with full-range weights, never
   CHECK(text.find("--reduce-range") != std::string::npos);
   CHECK(text.find("not checked: depthwise: int32 sums") != std::string::npos);
   CHECK(qa::format_ort_saturation(reduced).find("no pair sum outside int16") != std::string::npos);
+  // int8 activations run ONNX Runtime's int8 x int8 kernels: nothing to check, and the rows say why
+  const auto signed_rows = qa::ort_saturation(calibrate(false, true), samples);
+  REQUIRE(signed_rows.size() == full.size());
+  for (const auto& r : signed_rows) {
+    CAPTURE(r.node);
+    CHECK_FALSE(r.checked);
+    CHECK(r.formats == "int8 x int8");
+    CHECK(r.reason == "not uint8 x int8");
+    CHECK(r.stats.outputs == 0);
+  }
+  CHECK(qa::format_ort_saturation(signed_rows).find("no node runs on ONNX Runtime's uint8 x int8 kernels") != std::string::npos);
 }

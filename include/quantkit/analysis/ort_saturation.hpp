@@ -234,6 +234,8 @@ inline std::vector<OrtSaturationRow> ort_saturation(const ptq::QuantizedModel& q
       r.reason = "input not quantized";
     } else if (xq->format != u8 || wq.format != s8) {
       r.reason = "not uint8 x int8";
+    } else if (xq->params.size() != 1) {
+      r.reason = "per-channel activations";
     } else {
       r.checked = true;
     }
@@ -292,8 +294,9 @@ inline std::string format_ort_saturation(const std::vector<OrtSaturationRow>& ro
   std::size_t hit = 0, checked = 0;
   for (const auto& r : rows) {
     if (!r.checked) {
-      std::snprintf(b, sizeof b, "%-*s  %-6s %-14s %6lld   not checked: %s\n", static_cast<int>(width), r.node.c_str(),
-                    r.op.c_str(), r.formats.c_str(), static_cast<long long>(r.stats.reduction), r.reason.c_str());
+      const std::string k = r.stats.reduction ? std::to_string(r.stats.reduction) : "-";
+      std::snprintf(b, sizeof b, "%-*s  %-6s %-14s %6s   not checked: %s\n", static_cast<int>(width), r.node.c_str(),
+                    r.op.c_str(), r.formats.c_str(), k.c_str(), r.reason.c_str());
       s += b;
       continue;
     }
@@ -323,6 +326,8 @@ inline std::string format_ort_saturation(const std::vector<OrtSaturationRow>& ro
                   "PtqConfig::reduce_range: pair sums within +-32640), or the session option "
                   "session.x64quantprecision=1 (exact, slower).\n",
                   hit, checked);
+  } else if (checked == 0) {
+    std::snprintf(b, sizeof b, "no node runs on ONNX Runtime's uint8 x int8 kernels: nothing to check.\n");
   } else {
     std::snprintf(b, sizeof b,
                   "no pair sum outside int16 in %zu checked nodes: ONNX Runtime's uint8 x int8 kernels without AVX-VNNI "
