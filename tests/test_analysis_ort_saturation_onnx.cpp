@@ -2,8 +2,10 @@
 // without AVX-VNNI (int16-saturating pair sums). The golden cases (tests/golden/ort_saturation.json,
 // tools/golden/gen_ort_saturation_golden.py: ONNX Runtime 1.30 on an AVX2 host) are replayed bit
 // for bit: quantkit's saturated accumulators, requantized as ONNX Runtime does, give its default
-// session's outputs, and the exact ones its x64quantprecision session's. Then the check on the
-// demo CNN: full-range weights saturate, --reduce-range's never can.
+// session's outputs, and the exact ones its x64quantprecision session's; the integer mode with
+// IntegerModeOptions::ort_pair_saturation runs each case's QDQ model to ONNX Runtime's default
+// session's outputs (without it, to the exact session's). Then the check on the demo CNN:
+// full-range weights saturate, --reduce-range's never can.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include <quantkit/analysis/ort_saturation.hpp>
+#include <quantkit/executor/integer/mode.hpp>
 #include <quantkit/io/npy.hpp>
 #include <quantkit/observer/minmax.hpp>
 #include <quantkit/onnx.hpp>
@@ -188,6 +191,92 @@ TEST_CASE("ort_pair_sums: pairing, bounds and errors") {
   relu.name = "r";
   CHECK_THROWS_WITH_AS(qa::ort_pair_sums(relu, 13, x, 0, w, none), doctest::Contains("not a Conv, MatMul or Gemm"),
                        qk::Error);
+}
+
+namespace {
+// The golden case's model, as the generator writes it: X -> Q(uint8) -> DQ -> op(., DQ(W int8))
+// -> Q(uint8, zero point 128) -> Y.
+qk::graph::Graph case_graph(const json& c) {
+  using qk::graph::Attribute;
+  qk::graph::Graph g;
+  g.name = c.at("name").get<std::string>();
+  g.opset = 13;
+  qk::graph::ValueInfo x;
+  x.name = "X";
+  x.dtype = qk::graph::DType::float32;
+  x.has_shape = true;
+  x.dims = c.at("x_shape").get<std::vector<std::int64_t>>();
+  g.inputs.push_back(x);
+  qk::graph::ValueInfo y;
+  y.name = "Y";
+  y.dtype = qk::graph::DType::uint8;
+  g.outputs.push_back(y);
+  Tensor w = int_tensor<std::int8_t>(qk::graph::DType::int8, c.at("w_shape"), c.at("w"));
+  w.set_name("Wq");
+  g.initializers["Wq"] = w;
+  const bool per_channel = c.at("w_scale").is_array();
+  const auto ws = per_channel ? c.at("w_scale").get<std::vector<float>>() : std::vector<float>{c.at("w_scale").get<float>()};
+  g.initializers["ws"] = per_channel ? Tensor::from_vector<float>(qk::Dims{static_cast<std::int64_t>(ws.size())}, ws, "ws")
+                                     : Tensor::scalar(ws[0], "ws");
+  g.initializers["wz"] = per_channel ? Tensor::from_vector<std::int8_t>(qk::Dims{static_cast<std::int64_t>(ws.size())},
+                                                                        std::vector<std::int8_t>(ws.size(), 0), "wz")
+                                     : Tensor::scalar<std::int8_t>(0, "wz");
+  g.initializers["xs"] = Tensor::scalar(c.at("x_scale").get<float>(), "xs");
+  g.initializers["xz"] = Tensor::scalar(static_cast<std::uint8_t>(c.at("x_zero_point").get<int>()), "xz");
+  g.initializers["ys"] = Tensor::scalar(c.at("y_scale").get<float>(), "ys");
+  g.initializers["yz"] = Tensor::scalar(static_cast<std::uint8_t>(128), "yz");
+  auto add = [&](const char* op, std::vector<std::string> in, std::string out) {
+    qk::graph::Node n;
+    n.op_type = op;
+    n.name = out + "_node";
+    n.inputs = std::move(in);
+    n.outputs = {std::move(out)};
+    return n;
+  };
+  g.nodes.push_back(add("QuantizeLinear", {"X", "xs", "xz"}, "Xq"));
+  g.nodes.push_back(add("DequantizeLinear", {"Xq", "xs", "xz"}, "Xd"));
+  qk::graph::Node wdq = add("DequantizeLinear", {"Wq", "ws", "wz"}, "Wd");
+  const bool trans_b = c.at("attrs").value("transB", 0) != 0;
+  if (per_channel) wdq.attributes["axis"] = Attribute::make_int(c.at("op") == "Conv" ? 0 : (trans_b ? 0 : 1));
+  g.nodes.push_back(wdq);
+  qk::graph::Node op = node_of(c);
+  op.inputs = {"Xd", "Wd"};
+  op.outputs = {"Yf"};
+  g.nodes.push_back(op);
+  g.nodes.push_back(add("QuantizeLinear", {"Yf", "ys", "yz"}, "Y"));
+  return g;
+}
+}  // namespace
+
+TEST_CASE("IntegerModeOptions::ort_pair_saturation: ONNX Runtime's default session without VNNI (golden)") {
+  using Mode = qk::IntegerModeT<qk::FloatMultiplier<qk::RoundHalfEven>>;
+  const json g = quantkit_test::load_golden("ort_saturation.json");
+  for (const json& c : g.at("cases")) {
+    const std::string name = c.at("name").get<std::string>();
+    CAPTURE(name);
+    const qk::graph::Graph model = case_graph(c);
+    // X = (x - zero point) * scale: its QuantizeLinear gives back the golden integers
+    const auto xi = c.at("x").get<std::vector<std::int64_t>>();
+    std::vector<float> xf(xi.size());
+    const float xs = c.at("x_scale").get<float>();
+    const auto zx = c.at("x_zero_point").get<std::int64_t>();
+    for (std::size_t i = 0; i < xi.size(); ++i) xf[i] = static_cast<float>(xi[i] - zx) * xs;
+    const std::map<std::string, Tensor> in = {{"X", Tensor::from_vector<float>(dims_of(c.at("x_shape")), xf)}};
+    for (bool emulate : {true, false}) {
+      CAPTURE(emulate);
+      qk::IntegerModeOptions opt;
+      opt.ort_pair_saturation = emulate;
+      const qk::Executor<Mode> run(model, Mode(opt));
+      for (const auto& r : run.mode().report()) CHECK_MESSAGE(r.integer, r.node, ": ", r.detail);
+      const Tensor y = run.run(in).at("Y");
+      REQUIRE(y.dtype() == qk::graph::DType::uint8);
+      const auto want = c.at(emulate ? "ort_default" : "ort_exact").get<std::vector<std::int64_t>>();
+      REQUIRE(static_cast<std::int64_t>(want.size()) == y.size());
+      std::int64_t mismatches = 0;
+      for (std::int64_t i = 0; i < y.size(); ++i) mismatches += y.data<std::uint8_t>()[i] != want[static_cast<std::size_t>(i)];
+      CHECK(mismatches == 0);
+    }
+  }
 }
 
 TEST_CASE("ort_saturation: the demo CNN saturates with full-range weights, never with reduce_range") {

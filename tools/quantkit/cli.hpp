@@ -119,6 +119,7 @@ ptq::PtqConfig make_config(const QuantOptions& o, const graph::Graph& model);
 struct ExecOptions {
   std::string mode = "float";
   std::string scale = "fixed-point";
+  bool ort_no_vnni = false;  // --mode int: ONNX Runtime's int16 pair sums (x86-64 without VNNI)
   QuantOptions quant;
 };
 void add_exec_options(CLI::App* cmd, ExecOptions& o, const std::string& default_mode);
@@ -230,7 +231,8 @@ struct NodeReport {
 //   int:    IntegerModeT<scheme> on the QDQ graph (a float model: calibrated, then converted).
 class Runner {
  public:
-  Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mode, ScaleKind scale);
+  // ort_no_vnni: the integer mode sums uint8 x int8 pairs in int16 as ONNX Runtime does on x86-64 without VNNI.
+  Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mode, ScaleKind scale, bool ort_no_vnni = false);
   ~Runner();
   Runner(Runner&&) noexcept;
   TensorMap run(const TensorMap& inputs, bool keep_intermediates = false) const;

@@ -311,6 +311,9 @@ void add_exec_options(CLI::App* cmd, ExecOptions& o, const std::string& default_
                   "single-shift or double-shift (N2D2)")
       ->type_name("S")
       ->capture_default_str();
+  cmd->add_flag("--ort-no-vnni", o.ort_no_vnni,
+                "--mode int: sum uint8 x int8 products in int16-saturating pairs, as ONNX Runtime's default session "
+                "does on x86-64 CPUs without AVX-VNNI (with --scale float: ONNX Runtime's outputs there)");
   add_quant_options(cmd, o.quant);
 }
 
@@ -319,6 +322,9 @@ Runner make_runner(const CLI::App* cmd, const graph::Graph& model, const ExecOpt
   const ScaleKind scale = parse_scale("--scale", o.scale);
   if (cmd->count("--scale") && mode != Mode::integer)
     usage_fail("--scale ", o.scale, ": only --mode int requantizes; expected --mode int (the mode is ", o.mode, ")");
+  if (o.ort_no_vnni && mode != Mode::integer)
+    usage_fail("--ort-no-vnni: only the integer mode sums integer products; expected --mode int (the mode is ", o.mode,
+               ")");
   std::unique_ptr<ptq::QuantizedModel> qm;
   if (quant_options_given(cmd)) {
     if (o.quant.calib.empty())
@@ -332,7 +338,7 @@ Runner make_runner(const CLI::App* cmd, const graph::Graph& model, const ExecOpt
                  "(or no --calib)");
     qm = std::make_unique<ptq::QuantizedModel>(calibrate_model(model, o.quant));
   }
-  return Runner(model, qm.get(), mode, scale);
+  return Runner(model, qm.get(), mode, scale, o.ort_no_vnni);
 }
 
 void check_writable(const std::string& option, const std::string& path) {

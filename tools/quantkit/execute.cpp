@@ -13,7 +13,8 @@
 namespace quantkit {
 namespace cli {
 
-Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mode, ScaleKind scale) {
+Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mode, ScaleKind scale,
+               bool ort_no_vnni) {
   const bool quantized = is_quantized(model);
   auto need_calibration = [&](const char* m) {
     usage_fail("--mode ", m, ": model '", model.source,
@@ -40,8 +41,9 @@ Runner::Runner(const graph::Graph& model, const ptq::QuantizedModel* qm, Mode mo
     case Mode::integer: {
       if (!quantized && !qm) need_calibration("int");
       // 16-bit activations run in integers; 16-bit weights stay float, as the report says.
-      impl_ = make_integer_runner(quantized ? model : qdq_graph(*qm), scale);
+      impl_ = make_integer_runner(quantized ? model : qdq_graph(*qm), scale, ort_no_vnni);
       impl_->description = std::string("integer (") + to_string(scale) + " requantization" +
+                           (ort_no_vnni ? ", ONNX Runtime's int16 pair sums without VNNI" : "") +
                            (quantized ? "" : ", calibrated in memory") + ")";
       break;
     }

@@ -37,15 +37,17 @@ std::string without_prefix(const std::string& what) {
 
 }  // namespace
 
-std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scale) {
+std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scale, bool ort_no_vnni) {
+  IntegerModeOptions options;
+  options.ort_pair_saturation = ort_no_vnni;
   switch (scale) {
-    case ScaleKind::float_multiplier: return integer_runner<FloatMultiplier<RoundHalfEven>>(std::move(g));
-    case ScaleKind::pow2: return integer_runner<PowerOfTwo<RoundHalfAway>>(std::move(g));
+    case ScaleKind::float_multiplier: return integer_runner<FloatMultiplier<RoundHalfEven>>(std::move(g), options);
+    case ScaleKind::pow2: return integer_runner<PowerOfTwo<RoundHalfAway>>(std::move(g), options);
     case ScaleKind::fixed_point: break;
-    case ScaleKind::single_shift: return integer_runner_single_shift(std::move(g));
-    case ScaleKind::double_shift: return integer_runner_double_shift(std::move(g));
+    case ScaleKind::single_shift: return integer_runner_single_shift(std::move(g), options);
+    case ScaleKind::double_shift: return integer_runner_double_shift(std::move(g), options);
   }
-  return integer_runner<FixedPointDoubleRounding>(std::move(g));
+  return integer_runner<FixedPointDoubleRounding>(std::move(g), options);
 }
 
 namespace {

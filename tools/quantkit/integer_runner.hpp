@@ -12,9 +12,9 @@ namespace quantkit {
 namespace cli {
 
 template <class Scheme>
-std::unique_ptr<Runner::Impl> integer_runner(graph::Graph g) {
+std::unique_ptr<Runner::Impl> integer_runner(graph::Graph g, const IntegerModeOptions& options) {
   using M = IntegerModeT<Scheme>;
-  auto impl = std::make_unique<ExecutorImpl<M>>(std::move(g), M{});
+  auto impl = std::make_unique<ExecutorImpl<M>>(std::move(g), M{options});
   for (const auto& r : impl->executor.mode().report()) {
     std::string detail = r.detail;  // a scheme's error quoted inside: drop its "quantkit: "
     for (std::size_t k; (k = detail.find("quantkit: ")) != std::string::npos;) detail.erase(k, 10);
@@ -24,8 +24,8 @@ std::unique_ptr<Runner::Impl> integer_runner(graph::Graph g) {
 }
 
 // integer_shift_modes.cpp: SingleShift and DoubleShift (N2D2).
-std::unique_ptr<Runner::Impl> integer_runner_single_shift(graph::Graph g);
-std::unique_ptr<Runner::Impl> integer_runner_double_shift(graph::Graph g);
+std::unique_ptr<Runner::Impl> integer_runner_single_shift(graph::Graph g, const IntegerModeOptions& options);
+std::unique_ptr<Runner::Impl> integer_runner_double_shift(graph::Graph g, const IntegerModeOptions& options);
 
 }  // namespace cli
 }  // namespace quantkit

@@ -5,12 +5,12 @@
 namespace quantkit {
 namespace cli {
 
-std::unique_ptr<Runner::Impl> integer_runner_single_shift(graph::Graph g) {
-  return integer_runner<SingleShift>(std::move(g));
+std::unique_ptr<Runner::Impl> integer_runner_single_shift(graph::Graph g, const IntegerModeOptions& options) {
+  return integer_runner<SingleShift>(std::move(g), options);
 }
 
-std::unique_ptr<Runner::Impl> integer_runner_double_shift(graph::Graph g) {
-  return integer_runner<DoubleShift>(std::move(g));
+std::unique_ptr<Runner::Impl> integer_runner_double_shift(graph::Graph g, const IntegerModeOptions& options) {
+  return integer_runner<DoubleShift>(std::move(g), options);
 }
 
 }  // namespace cli

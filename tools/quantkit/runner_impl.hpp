@@ -32,7 +32,8 @@ struct ExecutorImpl final : Runner::Impl {
 };
 
 // The integer mode on a QDQ graph with the scheme `scale` names (integer_modes.cpp).
-std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scale);
+// ort_no_vnni: IntegerModeOptions::ort_pair_saturation.
+std::unique_ptr<Runner::Impl> make_integer_runner(graph::Graph g, ScaleKind scale, bool ort_no_vnni);
 
 }  // namespace cli
 }  // namespace quantkit

@@ -460,6 +460,8 @@ def case_errors(c):
          ["--mode fake", "is a float model", "--calib"]),
         (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--mode", "fast"], 2, ["--mode 'fast'"]),
         (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--scale", "pow2"], 2, ["--scale pow2", "--mode int"]),
+        (["eval", model, "--input", x, "--labels", c.demo_file("digits_test_y.npy"), "--ort-no-vnni"], 2,
+         ["--ort-no-vnni", "expected --mode int", "the mode is float"]),
         (["run", model, "--input", x, "-o", c.tmp_file("y.npy"), "--weight-bits", "4", "--mode", "fake"], 2,
          ["expected --calib"]),
         (["run", model, "--input", f"other={x}", "-o", c.tmp_file("y.npy")], 2,
@@ -697,9 +699,46 @@ def case_peer(c):
         print(f"  {label}: smallest per-sample cosine {cos:.7f}, same argmax {same}/540")
         check(cos >= 0.9999, f"{label}: ONNX Runtime vs quantkit run --mode fake: cosine {cos}")
         check(same >= 537, f"{label}: {same} of 540 same argmax")
-    # run_model.mjs: the precision option's usage errors, and the settings it reports.
     runner = os.path.join(c.root, "tools", "ort", "run_model.mjs")
     model = c.tmp_file("peer0.onnx")
+    # --mode int --scale float computes ONNX Runtime's exact kernels bit for bit (x64quantprecision
+    # on, exact on every x86-64 CPU); --ort-no-vnni computes its default session on CPUs without
+    # VNNI (int16-saturating pair sums), which only such a CPU can check (elsewhere ONNX Runtime's
+    # default session is exact, and equals the plain integer mode).
+    flags = set()
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    pairs_saturate = "avx2" in flags and not flags & {"avx512_vnni", "avx_vnni", "amx_int8"}
+    for precision, emulate in (("on", False), ("off", pairs_saturate)):
+        ort_out = c.tmp_file("int_ort_" + precision)
+        p = subprocess.run([node, runner, model, "--input", f"input={x}", "--output-dir", ort_out,
+                            "--x64-quant-precision", precision], capture_output=True, text=True, timeout=600)
+        check(p.returncode == 0, f"run_model.mjs --x64-quant-precision {precision}: {p.stderr}")
+        qk_out = c.tmp_file(f"int_qk_{precision}.npy")
+        c.run("run", model, "--input", x, "-o", qk_out, "--mode", "int", "--scale", "float",
+              *(["--ort-no-vnni"] if emulate else []))
+        _, _, ort = read_npy(os.path.join(ort_out, "logits.npy"))
+        _, _, qk = read_npy(qk_out)
+        differ = sum(a != b for a, b in zip(ort, qk))
+        what = "--ort-no-vnni" if emulate else "exact integer mode"
+        print(f"  ONNX Runtime x64quantprecision {precision} vs quantkit run --mode int --scale float ({what}): "
+              f"{differ} of {len(ort)} logits differ")
+        check(len(ort) == len(qk) == 5400 and differ == 0,
+              f"ONNX Runtime (x64quantprecision {precision}) vs quantkit ({what}): {differ} logits differ")
+    if pairs_saturate:
+        # the emulation is what makes the difference: the exact integer mode differs from the default session
+        qk_exact = c.tmp_file("int_qk_on.npy")
+        _, _, exact = read_npy(qk_exact)
+        _, _, ort_default = read_npy(os.path.join(c.tmp_file("int_ort_off"), "logits.npy"))
+        check(sum(a != b for a, b in zip(exact, ort_default)) > 0,
+              "the full-range demo model should saturate ONNX Runtime's pair sums on this CPU")
+    else:
+        print("  this CPU has VNNI (or is not x86-64 with AVX2): --ort-no-vnni cannot be checked against ONNX Runtime here")
+    # run_model.mjs: the precision option's usage errors, and the settings it reports.
     for bad, says in ((["--x64-quant-precision", "sometimes"], "expected on, off or auto"),
                       (["--x64-quant-precision", "on", "--graph-optimization", "disabled"],
                        "needs --graph-optimization extended or all")):

@@ -38,6 +38,7 @@
 #include "quantkit/error.hpp"
 #include "quantkit/executor/builtin_ops.hpp"
 #include "quantkit/executor/integer/ops.hpp"
+#include "quantkit/executor/integer/ort_pair_ops.hpp"
 #include "quantkit/executor/registry.hpp"
 #include "quantkit/graph/graph.hpp"
 #include "quantkit/policy/requantization.hpp"
@@ -59,6 +60,11 @@ struct IntegerModeOptions {
   // less). Off: every integer op stays a node of its own, as integer::trace and the C++
   // export want them.
   bool fold_requantize = true;
+  // IntConv / IntMatMul with uint8 activations and int8 weights (zero points 0) sum each pair of
+  // products in int16 with saturation, as ONNX Runtime's default session does on x86-64 CPUs
+  // without AVX-VNNI (quantkit/executor/integer/ort_pair_ops.hpp): with FloatMultiplier
+  // requantization the mode then gives ONNX Runtime's outputs there. Scalar, for measuring.
+  bool ort_pair_saturation = false;
 };
 
 template <class Scheme = FixedPointDoubleRounding>
@@ -77,7 +83,12 @@ class IntegerModeT {
       integer::register_integer_ops<Scheme>(reg);
       return reg;
     }();
-    return r;
+    static const OpRegistry ort_pairs = [] {
+      OpRegistry reg = r;
+      integer::register_ort_pair_ops<Scheme>(reg);
+      return reg;
+    }();
+    return options_.ort_pair_saturation ? ort_pairs : r;
   }
 
   void prepare(graph::Graph& g) {

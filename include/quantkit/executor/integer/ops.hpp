@@ -554,6 +554,32 @@ void depthwise_accumulate(const std::uint8_t* x, std::int64_t N, std::int64_t C,
 
 }  // namespace detail
 
+namespace detail {
+// IntConv's output from its int32 accumulators (N x M x out): requantized per output channel
+// (multiplier s_x * s_w[m] / s_y, bias[m]), clamped (a fused Relu/Clip).
+template <class Scheme>
+void set_conv_output(OpContext& ctx, const std::vector<std::int32_t>& acc, const Dims& out_shape, const Affine& xa,
+                     const Affine& ya, const std::vector<float>& ws, const std::vector<std::int32_t>& bias) {
+  const std::int64_t M = out_shape[1];
+  std::vector<double> m;
+  for (float s : ws) m.push_back(multiplier<Scheme>(xa.scale, s, ya.scale));
+  if (m.size() == 1 && M > 1 && !bias.empty()) m.assign(static_cast<std::size_t>(M), m[0]);
+  ctx.set_output(0, requantize<Scheme>(ctx, acc, out_shape, m.size() > 1 || !bias.empty() ? 1 : -1, m, bias, ya.type,
+                                       ya.zero_point, clamp_of(ctx, ya.type)));
+}
+// IntMatMul's output from its accumulators ([..., N]): per column (or per tensor).
+template <class Scheme>
+void set_matmul_output(OpContext& ctx, const std::vector<std::int32_t>& acc, const Dims& out_shape, const Affine& aa,
+                       const Affine& ya, const std::vector<float>& bs, const std::vector<std::int32_t>& bias) {
+  const std::int64_t N = out_shape[out_shape.rank - 1];
+  std::vector<double> m;
+  for (float s : bs) m.push_back(multiplier<Scheme>(aa.scale, s, ya.scale));
+  if (m.size() == 1 && N > 1 && !bias.empty()) m.assign(static_cast<std::size_t>(N), m[0]);
+  ctx.set_output(0, requantize<Scheme>(ctx, acc, out_shape, m.size() > 1 ? out_shape.rank - 1 : -1, m, bias, ya.type,
+                                       ya.zero_point, clamp_of(ctx, ya.type)));
+}
+}  // namespace detail
+
 // IntConv when every weight zero point is 0. Depthwise: accumulated per plane. Otherwise, per
 // group, C^T = W_g [Mg x KK] * windows [KK x N P] on the int8 GEMM kernels: the windows are
 // written straight into the kernels' packed-B layout, the weights are the A side, and each
@@ -796,13 +822,7 @@ void op_int_conv(OpContext& ctx) {
         }
     }, "weight");
   }, "input");
-  std::vector<double> m;
-  for (float s : ws) m.push_back(detail::multiplier<Scheme>(xa.scale, s, ya.scale));
-  std::vector<std::int32_t> b = bias;
-  if (m.size() == 1 && M > 1 && !b.empty()) m.assign(static_cast<std::size_t>(M), m[0]);
-  ctx.set_output(0, detail::requantize<Scheme>(ctx, acc, out_shape, m.size() > 1 || !b.empty() ? 1 : -1, m,
-                                               std::move(b), ya.type, ya.zero_point,
-                                               detail::clamp_of(ctx, ya.type)));
+  detail::set_conv_output<Scheme>(ctx, acc, out_shape, xa, ya, ws, bias);
 }
 
 // ------------------------------------------------------------------ IntMatMul
@@ -848,11 +868,7 @@ void op_int_matmul(OpContext& ctx) {
                           &aa.zero_point, 1, bz.data(), bz.size(), acc.data(), static_cast<std::size_t>(N));
     }, "weight");
   }, "input a");
-  std::vector<double> m;
-  for (float s : bs) m.push_back(detail::multiplier<Scheme>(aa.scale, s, ya.scale));
-  if (m.size() == 1 && N > 1 && !bias.empty()) m.assign(static_cast<std::size_t>(N), m[0]);
-  ctx.set_output(0, detail::requantize<Scheme>(ctx, acc, out_shape, m.size() > 1 ? out_shape.rank - 1 : -1, m,
-                                               bias, ya.type, ya.zero_point, detail::clamp_of(ctx, ya.type)));
+  detail::set_matmul_output<Scheme>(ctx, acc, out_shape, aa, ya, bs, bias);
 }
 
 // ------------------------------------------------------------------ IntAdd
