@@ -375,6 +375,59 @@ Json ort_saturation_json(const std::vector<qa::OrtSaturationRow>& rows) {
   return Json{{"rows", out}, {"checked", checked}, {"saturating", saturating}};
 }
 
+// What the saturation does to the measured output: the integer mode (float requantization, as
+// ONNX Runtime) with and without its pair sums, against the float model on the same samples.
+Json ort_effect_json(const Context& c) {
+  const Runner exact(c.model, &c.qm(), Mode::integer, ScaleKind::float_multiplier, false);
+  const Runner ort(c.model, &c.qm(), Mode::integer, ScaleKind::float_multiplier, true);
+  const std::string& name = c.session->output();
+  const TensorMap ye = exact.run(c.session->inputs(), true), yo = ort.run(c.session->inputs(), true);
+  const auto e = ye.find(name), o = yo.find(name);
+  if (e == ye.end() || o == yo.end() || e->second.dtype() != graph::DType::float32 ||
+      o->second.dtype() != graph::DType::float32)
+    return Json{{"output", name}, {"error", "the integer mode does not compute '" + name + "' as a float value"}};
+  const graph::Tensor& f = c.session->reference_output();
+  const auto fv = f.view<float>().named(name + " (float)");
+  const auto ev = e->second.view<float>().named(name + " (integer)");
+  const auto ov = o->second.view<float>().named(name + " (integer, ONNX Runtime's pair sums)");
+  Json j{{"output", name},
+         {"integer_vs_float", similarity_json(qa::similarity(fv, ev))},
+         {"ort_no_vnni_vs_float", similarity_json(qa::similarity(fv, ov))},
+         {"ort_no_vnni_vs_integer", similarity_json(qa::similarity(ev, ov))}};
+  // Classifier-like outputs (N x classes): how many samples keep their top class.
+  if (f.rank() == 2 && f.dim(1) > 1) {
+    const std::int64_t n = f.dim(0), k = f.dim(1);
+    auto top = [k](const float* row) { return std::max_element(row, row + k) - row; };
+    std::int64_t same = 0;
+    for (std::int64_t i = 0; i < n; ++i)
+      same += top(e->second.data<float>() + i * k) == top(o->second.data<float>() + i * k);
+    j["argmax_same"] = same;
+    j["argmax_samples"] = n;
+  }
+  return j;
+}
+
+Json ort_saturation_report(const Context& c, const std::vector<qa::OrtSaturationRow>& rows) {
+  Json j = ort_saturation_json(rows);
+  if (j["saturating"].get<std::size_t>() > 0) j["effect"] = ort_effect_json(c);
+  return j;
+}
+
+void print_ort_effect(const Json& e) {
+  if (e.contains("error")) {
+    fmt::print("effect on the output: not measured ({})\n", e["error"].get<std::string>());
+    return;
+  }
+  fmt::print("effect on '{}' (integer mode, float requantization): cosine to the float model {:.7f} exact, {:.7f} with "
+             "ONNX Runtime's pair sums (cosine between the two {:.7f})",
+             e["output"].get<std::string>(), e["integer_vs_float"]["cosine"].get<double>(),
+             e["ort_no_vnni_vs_float"]["cosine"].get<double>(), e["ort_no_vnni_vs_integer"]["cosine"].get<double>());
+  if (e.contains("argmax_same"))
+    fmt::print("; the same top class on {} of {} samples", e["argmax_same"].get<std::int64_t>(),
+               e["argmax_samples"].get<std::int64_t>());
+  fmt::print("\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Text output.
 std::string metric_cell(qa::Metric m, const Json& v) {
@@ -575,8 +628,12 @@ std::string conclusion(const Json& report) {
     for (const auto& r : o["rows"])
       if (r["checked"].get<bool>() && r["saturated_pairs"].get<std::int64_t>() > 0) nodes.push_back(r["node"].get<std::string>());
     s += fmt::format(" ONNX Runtime on x86-64 CPUs without AVX-VNNI saturates int16 pair sums in {} of {} checked "
-                     "nodes ({}): quantize with --reduce-range for it (or set session.x64quantprecision=1).",
-                     hit, o["checked"].get<std::size_t>(), fmt::join(nodes, ", "));
+                     "nodes ({})", hit, o["checked"].get<std::size_t>(), fmt::join(nodes, ", "));
+    const Json& e = o["effect"];
+    if (e.contains("integer_vs_float"))
+      s += fmt::format(" (output cosine {:.6f} there, {:.6f} exact)", e["ort_no_vnni_vs_float"]["cosine"].get<double>(),
+                       e["integer_vs_float"]["cosine"].get<double>());
+    s += ": quantize with --reduce-range for it (or set session.x64quantprecision=1).";
   }
   return s;
 }
@@ -625,10 +682,11 @@ void run_verb(const CLI::App* cmd, const std::string& verb, const DebugArgs& a) 
     print_channelwise(j["channelwise"]);
   } else if (verb == "ort-saturation") {
     const auto rows = qa::ort_saturation(c.qm(), c.session->inputs());
-    j["ort_saturation"] = ort_saturation_json(rows);
+    j["ort_saturation"] = ort_saturation_report(c, rows);
     if (a.json) return print_json(j);
     print_header(j);
     fmt::print("{}", qa::format_ort_saturation(rows));
+    if (j["ort_saturation"].contains("effect")) print_ort_effect(j["ort_saturation"]["effect"]);
   } else if (verb == "partial") {
     j["partial"] = partial_json(c.session->partial(threshold));
     if (a.json) return print_json(j);
@@ -706,7 +764,7 @@ void run_all(const CLI::App* cmd, const DebugArgs& a) {
   report["distributions"] = dists;
   report["channelwise"] = chans;
   step("ONNX Runtime int16 pair sums (x86-64 without VNNI)");
-  report["ort_saturation"] = ort_saturation_json(qa::ort_saturation(c.qm(), c.session->inputs()));
+  report["ort_saturation"] = ort_saturation_report(c, qa::ort_saturation(c.qm(), c.session->inputs()));
   report["conclusion"] = conclusion(report);
 
   const std::string json_path = a.out_dir + "/report.json", html_path = a.out_dir + "/report.html";

@@ -472,8 +472,20 @@ nav a{margin-right:12px}code{background:#f4f4f4;padding:0 3px}
                        outputs ? 100.0 * static_cast<double>(hit) / static_cast<double>(outputs) : 0.0, -lo > hi ? lo : hi,
                        hit == 0 ? std::string("0") : steps > 0 ? tick(steps) + " steps" : tick(num(row["max_error"])));
     }
-    h += fmt::format("</table><p>{} of {} checked nodes saturate.</p></section>", o["saturating"].get<std::size_t>(),
+    h += fmt::format("</table><p>{} of {} checked nodes saturate.", o["saturating"].get<std::size_t>(),
                      o["checked"].get<std::size_t>());
+    if (o.contains("effect") && o["effect"].contains("integer_vs_float")) {
+      const Json& e = o["effect"];
+      h += fmt::format(" Output '{}' in the integer mode (float requantization, as ONNX Runtime): cosine to the float "
+                       "model {} exact, {} with these pair sums",
+                       esc(e["output"].get<std::string>()), cell("cosine", e["integer_vs_float"]["cosine"]),
+                       cell("cosine", e["ort_no_vnni_vs_float"]["cosine"]));
+      if (e.contains("argmax_same"))
+        h += fmt::format("; the same top class on {} of {} samples", e["argmax_same"].get<std::int64_t>(),
+                         e["argmax_samples"].get<std::int64_t>());
+      h += ".";
+    }
+    h += "</p></section>";
   }
   h += "<footer><p>Written by <code>quantkit debug runall</code>; the same data is in report.json.</p></footer></body></html>\n";
   return h;

@@ -204,10 +204,18 @@ def case_verbs(c):
     for r in o["rows"]:
         if r["checked"] and r["saturated_pairs"] == 0:
             check(r["affected_outputs"] == 0 and num(r["max_error"]) == 0, f"no saturation, no error: {r}")
+    # the effect on the output: the integer mode with and without ONNX Runtime's pair sums
+    e = o["effect"]
+    check(e["output"] == "logits" and e["argmax_samples"] == 64 and 0 < e["argmax_same"] <= 64, f"effect: {e}")
+    exact, ort = num(e["integer_vs_float"]["cosine"]), num(e["ort_no_vnni_vs_float"]["cosine"])
+    check(0.999 < exact < 1 and ort < exact and num(e["ort_no_vnni_vs_integer"]["cosine"]) < 0.9999,
+          f"effect cosines: exact {exact}, with the pair sums {ort}, {e['ort_no_vnni_vs_integer']}")
     t = c.run(*demo_args).stdout
-    check("/conv1/Conv" in t and "not checked: depthwise" in t and "--reduce-range" in t, f"ort-saturation text:\n{t}")
+    check("/conv1/Conv" in t and "not checked: depthwise" in t and "--reduce-range" in t and
+          "effect on 'logits'" in t, f"ort-saturation text:\n{t}")
     red = c.json(*demo_args, "--reduce-range")["ort_saturation"]
-    check(red["saturating"] == 0 and red["checked"] == 5, f"--reduce-range: {red['saturating']} saturating")
+    check(red["saturating"] == 0 and red["checked"] == 5 and "effect" not in red,
+          f"--reduce-range: {red['saturating']} saturating")
     for r in red["rows"]:
         if r["checked"]:
             check(-32640 <= r["min_pair"] and r["max_pair"] <= 32640 and r["affected_outputs"] == 0, f"7-bit: {r}")
@@ -286,7 +294,7 @@ def case_report(c):
     check(j["conclusion"].startswith("The fully quantized model's output cosine is"), j["conclusion"])
     o = j["ort_saturation"]
     check(o["checked"] == 5 and o["saturating"] >= 1 and len(o["rows"]) == 6, f"ort_saturation {o}")
-    check("--reduce-range" in j["conclusion"] and "/conv1/Conv" in j["conclusion"],
+    check("--reduce-range" in j["conclusion"] and "/conv1/Conv" in j["conclusion"] and "output cosine" in j["conclusion"],
           f"the conclusion names the saturating nodes and the remedy: {j['conclusion']}")
 
     html_path = os.path.join(out, "report.html")
