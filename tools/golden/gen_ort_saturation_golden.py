@@ -20,8 +20,9 @@ int8 weights, pairs (k = 2j, 2j + 1) of the reduction in channels-last order for
 ((kernel position, input channel of the group), one product per group) and along K for MatMul /
 Gemm, each pair clamped to int16; depthwise Conv exact; then ONNX Runtime's requantization in
 float32 (scale = x_scale * w_scale / y_scale, acc * scale rounded half to even, + zero point,
-clamped). tests/test_ort_saturation.cpp replays the cases through quantkit's
-analysis::ort_pair_sums. Deterministic (numpy Generator, fixed seed).
+clamped). tests/test_analysis_ort_saturation_onnx.cpp replays the cases through quantkit's
+analysis::ort_pair_sums and through the integer mode with IntegerModeOptions::ort_pair_saturation.
+Deterministic (numpy Generator, fixed seed).
 """
 import argparse
 import json

@@ -552,9 +552,7 @@ void depthwise_accumulate(const std::uint8_t* x, std::int64_t N, std::int64_t C,
     }
 }
 
-}  // namespace detail
 
-namespace detail {
 // IntConv's output from its int32 accumulators (N x M x out): requantized per output channel
 // (multiplier s_x * s_w[m] / s_y, bias[m]), clamped (a fused Relu/Clip).
 template <class Scheme>
