@@ -42,14 +42,14 @@ namespace detail {
 
 constexpr std::int32_t kInt16Max = 32767, kInt16Min = -32768;
 
-// One accumulator: a (K raw uint8 values) . w (K int8 values, stride `ws`).
+// One accumulator: a (K raw uint8 values) . w (K int8 values).
 template <class F>
-void pair_dot(const std::int32_t* a, const std::int32_t* w, std::int64_t ws, std::int64_t k, PairSumStats& st,
-              std::int64_t index, std::int64_t channel, F& on_output) {
+void pair_dot(const std::int32_t* a, const std::int32_t* w, std::int64_t k, PairSumStats& st, std::int64_t index,
+              std::int64_t channel, F& on_output) {
   std::int64_t exact = 0, saturated = 0;
   for (std::int64_t j = 0; j < k; j += 2) {
-    std::int32_t p = a[j] * w[j * ws];
-    if (j + 1 < k) p += a[j + 1] * w[(j + 1) * ws];
+    std::int32_t p = a[j] * w[j];
+    if (j + 1 < k) p += a[j + 1] * w[j + 1];  // an odd K's last pair holds a zero
     st.max_pair = std::max(st.max_pair, p);
     st.min_pair = std::min(st.min_pair, p);
     exact += p;
@@ -92,12 +92,12 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
   if (Cg == 1 && Mg == 1) return st;  // ONNX Runtime's depthwise kernel: int32 sums
   st.pair_sums = true;
   const std::int64_t K = st.reduction, taps = g.kernel_size(), out_size = g.out_size();
-  // weights as K x M per group, K in channels-last order (kernel position, channel)
+  // each output channel's weights in channels-last order (kernel position, channel)
   std::vector<std::int32_t> wk(static_cast<std::size_t>(K * M));
   for (std::int64_t m = 0; m < M; ++m)
     for (std::int64_t c = 0; c < Cg; ++c)
       for (std::int64_t t = 0; t < taps; ++t)
-        wk[static_cast<std::size_t>((t * Cg + c) * M + m)] = b[static_cast<std::size_t>((m * Cg + c) * taps + t)];
+        wk[static_cast<std::size_t>(m * K + t * Cg + c)] = b[static_cast<std::size_t>((m * Cg + c) * taps + t)];
   std::vector<std::int32_t> patch(static_cast<std::size_t>(K));
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t gi = 0; gi < group; ++gi)
@@ -121,7 +121,7 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
             const std::int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
             for (std::int64_t mg = 0; mg < Mg; ++mg) {
               const std::int64_t m = gi * Mg + mg;
-              detail::pair_dot(patch.data(), wk.data() + m, M, K, st, (n * M + m) * out_size + o, m, on_output);
+              detail::pair_dot(patch.data(), wk.data() + m * K, K, st, (n * M + m) * out_size + o, m, on_output);
             }
           }
   return st;
@@ -146,16 +146,16 @@ PairSumStats ort_gemm_pair_sums(const graph::Tensor& x, bool trans_a, const grap
   const std::int64_t rows = x.size() / std::max<std::int64_t>(K, 1);
   st.reduction = K;
   st.pair_sums = true;
-  std::vector<std::int32_t> wk(static_cast<std::size_t>(K * cols));  // K x cols
+  std::vector<std::int32_t> wk(static_cast<std::size_t>(K * cols));  // cols x K: each column's weights
   for (std::int64_t k = 0; k < K; ++k)
     for (std::int64_t c = 0; c < cols; ++c)
-      wk[static_cast<std::size_t>(k * cols + c)] = b[static_cast<std::size_t>(trans_b ? c * K + k : k * cols + c)];
+      wk[static_cast<std::size_t>(c * K + k)] = b[static_cast<std::size_t>(trans_b ? c * K + k : k * cols + c)];
   std::vector<std::int32_t> row(static_cast<std::size_t>(K));
   for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t k = 0; k < K; ++k)
       row[static_cast<std::size_t>(k)] = a[static_cast<std::size_t>(trans_a ? k * rows + r : r * K + k)];
     for (std::int64_t c = 0; c < cols; ++c)
-      detail::pair_dot(row.data(), wk.data() + c, cols, K, st, r * cols + c, c, on_output);
+      detail::pair_dot(row.data(), wk.data() + c * K, K, st, r * cols + c, c, on_output);
   }
   return st;
 }
