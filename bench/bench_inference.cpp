@@ -299,8 +299,10 @@ void BM_Float(benchmark::State& state, const Model* m) {
   set_samples(state);
 }
 
-void BM_Integer(benchmark::State& state, const Model* m) {
-  const qk::Executor<qk::IntegerMode> run(m->qdq_graph);
+void BM_Integer(benchmark::State& state, const Model* m, bool ort_no_vnni) {
+  qk::IntegerModeOptions options;
+  options.ort_pair_saturation = ort_no_vnni;  // ONNX Runtime's int16 pair sums (x86-64 without VNNI)
+  const qk::Executor<qk::IntegerMode> run(m->qdq_graph, qk::IntegerMode(options));
   if (run.mode().integer_count() == 0) state.SkipWithError("no node runs in integers");
   const std::map<std::string, Tensor> feeds{{m->input, m->x}};
   for (auto _ : state) {
@@ -330,6 +332,49 @@ void BM_Gemm(benchmark::State& state) {
 
 // The float product of the MLP's layers: quantkit's GEMM (what the float executor runs) and
 // Eigen's (what it ran before; vectorized for this build's flags only, no dispatch).
+// ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI (int16 pair sums, saturated) on
+// the same product: the pair-sum kernel with statistics (what `quantkit debug ort-saturation`
+// runs), saturated sums only (the integer mode's --ort-no-vnni), and the plain scalar loop
+// (ref::pair_sums_s16sat at this build's flags). Operands int16, Bt (N x K) as the front end
+// (quantkit/executor/integer/ort_pairs.hpp) prepares them.
+enum class PairVariant { stats, saturated, plain };
+template <PairVariant kVariant>
+void BM_PairSums(benchmark::State& state) {
+  const qk::simd::GemmKernels& g = qk::simd::gemm_kernels();
+  const std::size_t K = kWidth, kp = (K + g.pair_step - 1) / g.pair_step * g.pair_step;
+  std::vector<std::int16_t> a(static_cast<std::size_t>(kBatch) * kp, 0), bt(static_cast<std::size_t>(kWidth) * kp, 0);
+  std::vector<std::int32_t> sat(static_cast<std::size_t>(kBatch * kWidth)), ex(sat.size());
+  Lcg rng(3);
+  for (std::size_t m = 0; m < static_cast<std::size_t>(kBatch); ++m)
+    for (std::size_t k = 0; k < K; ++k) a[m * kp + k] = static_cast<std::int16_t>(rng.uniform() * 256);
+  for (std::size_t n = 0; n < static_cast<std::size_t>(kWidth); ++n)
+    for (std::size_t k = 0; k < K; ++k) bt[n * kp + k] = static_cast<std::int16_t>(static_cast<int>(rng.uniform() * 256) - 128);
+  qk::simd::PairSumArgs args;
+  args.m = kBatch;
+  args.n = kWidth;
+  args.k = kp;
+  args.a = a.data();
+  args.lda = kp;
+  args.bt = bt.data();
+  args.ldb = kp;
+  args.saturated = sat.data();
+  args.exact = kVariant == PairVariant::saturated ? nullptr : ex.data();
+  args.ldc = kWidth;
+  qk::simd::PairSumCounts counts;
+  for (auto _ : state) {
+    if constexpr (kVariant == PairVariant::plain)
+      qk::ref::pair_sums_s16sat(kBatch, kWidth, K, a.data(), kp, bt.data(), kp, sat.data(), ex.data(), kWidth,
+                                counts.saturated_pairs, counts.max_pair, counts.min_pair);
+    else
+      g.pair_sums(args, counts);
+    benchmark::DoNotOptimize(sat.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kBatch * kWidth * kWidth / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(kVariant == PairVariant::plain ? "this build's flags" : qk::simd::active_kernels().name);
+}
+
 template <bool kEigen>
 void BM_GemmF32(benchmark::State& state) {
   std::vector<float> a(static_cast<std::size_t>(kBatch * kWidth)), b(static_cast<std::size_t>(kWidth * kWidth));
@@ -374,7 +419,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const Model& m : setup().models) {
-    benchmark::RegisterBenchmark(("inference/" + m.name + "/quantkit_integer").c_str(), BM_Integer, &m)
+    benchmark::RegisterBenchmark(("inference/" + m.name + "/quantkit_integer").c_str(), BM_Integer, &m, false)
+        ->Unit(benchmark::kMillisecond)->UseRealTime();
+    benchmark::RegisterBenchmark(("inference/" + m.name + "/quantkit_integer_ort_no_vnni").c_str(), BM_Integer, &m, true)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark(("inference/" + m.name + "/quantkit_float").c_str(), BM_Float, &m)
         ->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -384,6 +431,12 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_f32", BM_GemmF32<false>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("gemm/256x1024x1024/eigen_f32", BM_GemmF32<true>)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_ort_pairs_stats", BM_PairSums<PairVariant::stats>)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_ort_pairs", BM_PairSums<PairVariant::saturated>)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/plain_ort_pairs_stats", BM_PairSums<PairVariant::plain>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::AddCustomContext("quantkit.models", dir);
   benchmark::AddCustomContext("quantkit.batch", std::to_string(kBatch));

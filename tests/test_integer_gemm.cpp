@@ -198,3 +198,134 @@ TEST_CASE("gemm: a packed B is reused and checked") {
     CHECK_THROWS_AS(qks::gemm_s32(M, as.data(), K, pb, got.data(), N), quantkit::Error);
   });
 }
+
+// ---- Pair sums (ONNX Runtime's uint8 x int8 kernels on x86-64 without VNNI) ----
+
+namespace {
+
+struct PairCase {
+  std::size_t M, N, K;   // K: the real reduction length (odd allowed)
+  std::size_t pad;       // extra leading-dimension elements of A, Bt and C
+  std::size_t offset;    // misalignment of every pointer (elements)
+  bool extremes;         // 0/255 and -128/127 only: most pairs leave int16
+};
+
+// Runs one case (with and without statistics) on one target against the reference; returns
+// the number of differences.
+std::size_t run_pair_case(const qks::Kernels& k, const PairCase& cs, std::mt19937& rng,
+                          std::int64_t* clamped_out = nullptr) {
+  const qks::GemmKernels& g = *k.gemm;
+  const std::size_t step = g.pair_step;
+  const std::size_t kp = (cs.K + step - 1) / step * step;  // the kernel's K: zero padded
+  const std::size_t lda = kp + cs.pad, ldb = kp + cs.pad, ldc = cs.N + cs.pad;
+  std::vector<std::int16_t> abuf(cs.M * lda + cs.offset + 1, 0), bbuf(cs.N * ldb + cs.offset + 1, 0);
+  std::int16_t* a = abuf.data() + cs.offset;
+  std::int16_t* bt = bbuf.data() + cs.offset;
+  std::uniform_int_distribution<int> ua(0, 255), sb(-128, 127), coin(0, 1);
+  for (std::size_t m = 0; m < cs.M; ++m)
+    for (std::size_t i = 0; i < cs.K; ++i)
+      a[m * lda + i] = static_cast<std::int16_t>(cs.extremes ? (coin(rng) ? 255 : 0) : ua(rng));
+  for (std::size_t n = 0; n < cs.N; ++n)
+    for (std::size_t i = 0; i < cs.K; ++i)
+      bt[n * ldb + i] = static_cast<std::int16_t>(cs.extremes ? (coin(rng) ? 127 : -128) : sb(rng));
+  const std::int32_t fill = 0x5A5A5A5A;
+  std::vector<std::int32_t> want_sat(cs.M * ldc + cs.offset + 1, fill), want_ex = want_sat, got_sat = want_sat,
+                                                                          got_ex = want_sat, got_sat2 = want_sat;
+  std::int64_t want_clamped = 0;
+  std::int32_t want_max = 0, want_min = 0;
+  quantkit::ref::pair_sums_s16sat(cs.M, cs.N, cs.K, a, lda, bt, ldb, want_sat.data() + cs.offset,
+                                  want_ex.data() + cs.offset, ldc, want_clamped, want_max, want_min);
+  qks::PairSumArgs args;
+  args.m = cs.M;
+  args.n = cs.N;
+  args.k = kp;
+  args.a = a;
+  args.lda = lda;
+  args.bt = bt;
+  args.ldb = ldb;
+  args.saturated = got_sat.data() + cs.offset;
+  args.exact = got_ex.data() + cs.offset;
+  args.ldc = ldc;
+  qks::PairSumCounts counts;
+  g.pair_sums(args, counts);
+  std::size_t bad = 0;
+  const std::string where = std::string(k.name) + " M" + std::to_string(cs.M) + " N" + std::to_string(cs.N) + " K" +
+                            std::to_string(cs.K);
+  CAPTURE(where);
+  for (std::size_t i = 0; i < want_sat.size(); ++i) {
+    bad += got_sat[i] != want_sat[i];
+    bad += got_ex[i] != want_ex[i];
+  }
+  CHECK(counts.saturated_pairs == want_clamped);
+  CHECK(counts.max_pair == want_max);
+  CHECK(counts.min_pair == want_min);
+  bad += counts.saturated_pairs != want_clamped || counts.max_pair != want_max || counts.min_pair != want_min;
+  // Without statistics: the same saturated sums, nothing else touched.
+  args.saturated = got_sat2.data() + cs.offset;
+  args.exact = nullptr;
+  qks::PairSumCounts untouched;
+  untouched.saturated_pairs = -7;
+  g.pair_sums(args, untouched);
+  for (std::size_t i = 0; i < want_sat.size(); ++i) bad += got_sat2[i] != want_sat[i];
+  CHECK(untouched.saturated_pairs == -7);
+  CHECK(untouched.max_pair == 0);
+  if (bad) FAIL_CHECK(where << ": " << bad << " differences");
+  if (clamped_out) *clamped_out += want_clamped;
+  return bad;
+}
+
+}  // namespace
+
+TEST_CASE("pair sums: ONNX Runtime's int16 pairs equal ref::pair_sums_s16sat on every target") {
+  for_each_target("pair sums", [&](const qks::Kernels& k) {
+    REQUIRE(static_cast<bool>(k.gemm->pair_sums));
+    const std::size_t step = k.gemm->pair_step;
+    REQUIRE(step >= 2);
+    REQUIRE(step % 2 == 0);
+    std::mt19937 rng(2024);
+    std::vector<PairCase> cases;
+    for (std::size_t M : {0, 1, 3, 4, 5, 9})
+      for (std::size_t N : {0, 1, 7})
+        for (std::size_t K : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3}, step - 1, step,
+                              step + 1, 2 * step + 3})
+          cases.push_back({M, N, K, 0, 0, false});
+    cases.push_back({13, 5, 301, 3, 1, false});
+    cases.push_back({8, 16, 576, 0, 0, false});
+    cases.push_back({6, 3, 1031, 1, 3, true});
+    cases.push_back({4, 2, 4096, 0, 0, true});
+    std::size_t bad = 0;
+    std::int64_t clamped = 0;
+    for (const PairCase& cs : cases) bad += run_pair_case(k, cs, rng, &clamped);
+    CHECK(bad == 0);
+    CHECK(clamped > 1000);  // the extreme cases saturate: the clamp is exercised
+  });
+}
+
+TEST_CASE("pair sums: the pairs are adjacent elements, each clamped on its own") {
+  // Two pairs: (255 * 127 + 255 * 127) = 64770 -> 32767 and (255 * -128 + 0) = -32640 (kept):
+  // a pairing of elements 1 and 2 instead would give 255 * 127 - 255 * 128 = -255 (no clamp).
+  for_each_target("pair layout", [&](const qks::Kernels& k) {
+    const std::size_t kp = (4 + k.gemm->pair_step - 1) / k.gemm->pair_step * k.gemm->pair_step;
+    std::vector<std::int16_t> a(kp, 0), b(kp, 0);
+    a[0] = a[1] = a[2] = 255;
+    b[0] = b[1] = 127;
+    b[2] = -128;
+    std::int32_t sat = 0, ex = 0;
+    qks::PairSumArgs args;
+    args.m = args.n = 1;
+    args.k = kp;
+    args.a = a.data();
+    args.bt = b.data();
+    args.lda = args.ldb = kp;
+    args.saturated = &sat;
+    args.exact = &ex;
+    args.ldc = 1;
+    qks::PairSumCounts counts;
+    k.gemm->pair_sums(args, counts);
+    CHECK(sat == 32767 - 32640);
+    CHECK(ex == 64770 - 32640);
+    CHECK(counts.saturated_pairs == 1);
+    CHECK(counts.max_pair == 64770);
+    CHECK(counts.min_pair == -32640);
+  });
+}

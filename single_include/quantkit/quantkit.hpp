@@ -3056,6 +3056,10 @@ HWY_AFTER_NAMESPACE();
 //     instructions that need one unsigned and one signed operand);
 //   - gemm then computes C[m][n] = sum_k A[m][k] * Bpacked[k][n] exactly (modulo 2^32).
 // Zero points and the flip correction are applied by the front end (quantkit/simd/gemm.hpp).
+//
+// pair_sums models ONNX Runtime's uint8 x int8 kernels on x86-64 without VNNI (VPMADDUBSW: each
+// pair of products k = 2j, 2j + 1 summed into int16 with saturation); see
+// quantkit/executor/integer/ort_pairs.hpp, its front end, and ref::pair_sums_s16sat.
 
 #include <cstddef>
 #include <cstdint>
@@ -3083,6 +3087,28 @@ struct GemmArgs {
   std::size_t ldc = 0;
 };
 
+// A (M x K) and Bt (N x K: each column of B contiguous) as int16 values whose products fit
+// int16 (uint8 times int8 does); K a multiple of GemmKernels::pair_step, zero padded. For
+// every (m, n): saturated = sum_j clamp(p_j, -32768, 32767), exact = sum_j p_j with
+// p_j = A[m][2j] Bt[n][2j] + A[m][2j+1] Bt[n][2j+1], both int32 modulo 2^32 (exact for K <= 65536).
+// exact == nullptr: only `saturated` is written and the statistics are left untouched.
+struct PairSumArgs {
+  std::size_t m = 0, n = 0, k = 0;
+  const std::int16_t* a = nullptr;
+  std::size_t lda = 0;
+  const std::int16_t* bt = nullptr;
+  std::size_t ldb = 0;
+  std::int32_t* saturated = nullptr;  // M x N, leading dimension ldc
+  std::int32_t* exact = nullptr;      // M x N, leading dimension ldc, or nullptr
+  std::size_t ldc = 0;
+};
+
+// Accumulated over calls (only when PairSumArgs::exact is given).
+struct PairSumCounts {
+  std::int64_t saturated_pairs = 0;          // pair sums outside int16
+  std::int32_t max_pair = 0, min_pair = 0;   // extreme pair sums (0 included)
+};
+
 struct GemmKernels {
   std::int64_t target = 0;
   const char* name = "";
@@ -3091,6 +3117,8 @@ struct GemmKernels {
   bool needs_mixed_signs = false;  // A and packed B must differ in signedness (flip B otherwise)
   void (*pack_b)(const GemmPackArgs&) = nullptr;
   void (*gemm)(const GemmArgs&) = nullptr;
+  std::size_t pair_step = 1;  // PairSumArgs::k must be a multiple of it
+  void (*pair_sums)(const PairSumArgs&, PairSumCounts&) = nullptr;
 
   std::size_t packed_size(std::size_t k, std::size_t n) const {
     return ((n + panel - 1) / panel) * panel * ((k + 3) / 4) * 4;
@@ -3358,6 +3386,113 @@ void GemmPackB(const GemmPackArgs& p) {
   }
 }
 
+// ---- Pair sums: ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI ----
+// (gemm_abi.hpp PairSumArgs; ref::pair_sums_s16sat). Each int32 lane takes one pair of
+// adjacent int16 products, clamps it to int16 and accumulates; with statistics also the exact
+// pair, the count of clamped pairs and the extreme pairs. Rows in blocks of 4 share each load
+// of a Bt row.
+#if HWY_TARGET == HWY_SCALAR
+
+template <int kUnused = 0>
+void PairSums(const PairSumArgs& p, PairSumCounts& counts) {
+  for (std::size_t m = 0; m < p.m; ++m)
+    for (std::size_t n = 0; n < p.n; ++n) {
+      const std::int16_t* a = p.a + m * p.lda;
+      const std::int16_t* b = p.bt + n * p.ldb;
+      std::uint32_t sat = 0, ex = 0;
+      for (std::size_t k = 0; k < p.k; k += 2) {
+        const std::int32_t q = std::int32_t{a[k]} * b[k] + std::int32_t{a[k + 1]} * b[k + 1];
+        const std::int32_t s = std::min(std::max(q, -32768), 32767);
+        sat += static_cast<std::uint32_t>(s);
+        if (p.exact) {
+          ex += static_cast<std::uint32_t>(q);
+          counts.saturated_pairs += s != q;
+          counts.max_pair = std::max(counts.max_pair, q);
+          counts.min_pair = std::min(counts.min_pair, q);
+        }
+      }
+      p.saturated[m * p.ldc + n] = static_cast<std::int32_t>(sat);
+      if (p.exact) p.exact[m * p.ldc + n] = static_cast<std::int32_t>(ex);
+    }
+}
+
+inline std::size_t PairStep() { return 2; }
+
+#else
+
+inline std::size_t PairStep() { return hn::Lanes(hn::ScalableTag<std::int16_t>()); }
+
+// int32 lane i = a[2i] b[2i] + a[2i+1] b[2i+1] (products fit int16).
+template <class D32, class V16>
+HWY_INLINE hn::Vec<D32> PairProducts(D32 d32, V16 a, V16 b) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+  hn::Vec<D32> unused = hn::Zero(d32);
+  return hn::ReorderWidenMulAccumulate(d32, a, b, hn::Zero(d32), unused);  // pmaddwd: adjacent lanes
+#else
+  const auto q = hn::BitCast(d32, hn::Mul(a, b));
+  return hn::Add(hn::ShiftRight<16>(hn::ShiftLeft<16>(q)), hn::ShiftRight<16>(q));
+#endif
+}
+
+template <bool kStats, std::size_t R, class D32, class V = hn::Vec<D32>>
+HWY_INLINE void PairSumBlock(D32 d32, const PairSumArgs& p, std::size_t row, std::size_t col, V& vmax, V& vmin,
+                             std::int64_t& clamped) {
+  const hn::Repartition<std::int16_t, D32> d16;
+  const std::size_t step = hn::Lanes(d16);
+  const V lo = hn::Set(d32, -32768), hi = hn::Set(d32, 32767);
+  V sat[R], ex[R];
+  for (std::size_t r = 0; r < R; ++r) sat[r] = ex[r] = hn::Zero(d32);
+  V count = hn::Zero(d32);
+  const std::int16_t* b = p.bt + col * p.ldb;
+  const std::int16_t* a = p.a + row * p.lda;
+  for (std::size_t k = 0; k < p.k; k += step) {
+    const auto bv = hn::LoadU(d16, b + k);
+    for (std::size_t r = 0; r < R; ++r) {
+      const V q = PairProducts(d32, hn::LoadU(d16, a + r * p.lda + k), bv);
+      const V s = hn::Min(hn::Max(q, lo), hi);
+      sat[r] = hn::Add(sat[r], s);
+      if (kStats) {
+        ex[r] = hn::Add(ex[r], q);
+        count = hn::Sub(count, hn::VecFromMask(d32, hn::Ne(s, q)));
+        vmax = hn::Max(vmax, q);
+        vmin = hn::Min(vmin, q);
+      }
+    }
+  }
+  for (std::size_t r = 0; r < R; ++r) {
+    p.saturated[(row + r) * p.ldc + col] = hn::GetLane(hn::SumOfLanes(d32, sat[r]));
+    if (kStats) p.exact[(row + r) * p.ldc + col] = hn::GetLane(hn::SumOfLanes(d32, ex[r]));
+  }
+  if (kStats) clamped += hn::GetLane(hn::SumOfLanes(d32, count));
+}
+
+template <bool kStats>
+void PairSumsLoop(const PairSumArgs& p, PairSumCounts& counts) {
+  const hn::ScalableTag<std::int32_t> d32;
+  auto vmax = hn::Zero(d32), vmin = hn::Zero(d32);
+  std::int64_t clamped = 0;
+  std::size_t row = 0;
+  for (; row + 4 <= p.m; row += 4)
+    for (std::size_t col = 0; col < p.n; ++col) PairSumBlock<kStats, 4>(d32, p, row, col, vmax, vmin, clamped);
+  for (; row < p.m; ++row)
+    for (std::size_t col = 0; col < p.n; ++col) PairSumBlock<kStats, 1>(d32, p, row, col, vmax, vmin, clamped);
+  if (kStats) {
+    counts.saturated_pairs += clamped;
+    counts.max_pair = std::max(counts.max_pair, hn::GetLane(hn::MaxOfLanes(d32, vmax)));
+    counts.min_pair = std::min(counts.min_pair, hn::GetLane(hn::MinOfLanes(d32, vmin)));
+  }
+}
+
+template <int kUnused = 0>
+void PairSums(const PairSumArgs& p, PairSumCounts& counts) {
+  if (p.exact)
+    PairSumsLoop<true>(p, counts);
+  else
+    PairSumsLoop<false>(p, counts);
+}
+
+#endif
+
 template <int kUnused = 0>
 const GemmKernels* GetGemmKernelsT() {
   static const GemmKernels kernels = [] {
@@ -3369,6 +3504,8 @@ const GemmKernels* GetGemmKernelsT() {
     k.needs_mixed_signs = kGemmDot;
     k.pack_b = &GemmPackB<0>;
     k.gemm = &GemmS32<0>;
+    k.pair_step = PairStep();
+    k.pair_sums = &PairSums<0>;
     return k;
   }();
   return &kernels;

@@ -10,6 +10,10 @@
 //     instructions that need one unsigned and one signed operand);
 //   - gemm then computes C[m][n] = sum_k A[m][k] * Bpacked[k][n] exactly (modulo 2^32).
 // Zero points and the flip correction are applied by the front end (quantkit/simd/gemm.hpp).
+//
+// pair_sums models ONNX Runtime's uint8 x int8 kernels on x86-64 without VNNI (VPMADDUBSW: each
+// pair of products k = 2j, 2j + 1 summed into int16 with saturation); see
+// quantkit/executor/integer/ort_pairs.hpp, its front end, and ref::pair_sums_s16sat.
 #pragma once
 
 #include <cstddef>
@@ -38,6 +42,28 @@ struct GemmArgs {
   std::size_t ldc = 0;
 };
 
+// A (M x K) and Bt (N x K: each column of B contiguous) as int16 values whose products fit
+// int16 (uint8 times int8 does); K a multiple of GemmKernels::pair_step, zero padded. For
+// every (m, n): saturated = sum_j clamp(p_j, -32768, 32767), exact = sum_j p_j with
+// p_j = A[m][2j] Bt[n][2j] + A[m][2j+1] Bt[n][2j+1], both int32 modulo 2^32 (exact for K <= 65536).
+// exact == nullptr: only `saturated` is written and the statistics are left untouched.
+struct PairSumArgs {
+  std::size_t m = 0, n = 0, k = 0;
+  const std::int16_t* a = nullptr;
+  std::size_t lda = 0;
+  const std::int16_t* bt = nullptr;
+  std::size_t ldb = 0;
+  std::int32_t* saturated = nullptr;  // M x N, leading dimension ldc
+  std::int32_t* exact = nullptr;      // M x N, leading dimension ldc, or nullptr
+  std::size_t ldc = 0;
+};
+
+// Accumulated over calls (only when PairSumArgs::exact is given).
+struct PairSumCounts {
+  std::int64_t saturated_pairs = 0;          // pair sums outside int16
+  std::int32_t max_pair = 0, min_pair = 0;   // extreme pair sums (0 included)
+};
+
 struct GemmKernels {
   std::int64_t target = 0;
   const char* name = "";
@@ -46,6 +72,8 @@ struct GemmKernels {
   bool needs_mixed_signs = false;  // A and packed B must differ in signedness (flip B otherwise)
   void (*pack_b)(const GemmPackArgs&) = nullptr;
   void (*gemm)(const GemmArgs&) = nullptr;
+  std::size_t pair_step = 1;  // PairSumArgs::k must be a multiple of it
+  void (*pair_sums)(const PairSumArgs&, PairSumCounts&) = nullptr;
 
   std::size_t packed_size(std::size_t k, std::size_t n) const {
     return ((n + panel - 1) / panel) * panel * ((k + 3) / 4) * 4;

@@ -22,6 +22,7 @@
 #include "quantkit/error.hpp"
 #include "quantkit/executor/ops/conv.hpp"
 #include "quantkit/graph/tensor.hpp"
+#include "quantkit/simd/gemm.hpp"
 
 namespace quantkit {
 namespace integer {
@@ -38,40 +39,86 @@ struct PairSumStats {
   std::int64_t max_error = 0;       // max |saturated - exact| over the accumulators
 };
 
+// What ort_conv_pair_sums / ort_gemm_pair_sums compute: the exact sums and every statistic
+// (statistics), or only the saturated sums (saturated_only: on_output's `exact` argument is the
+// saturated sum too and PairSumStats counts only outputs and pairs; about twice as fast).
+enum class PairSumDetail { statistics, saturated_only };
+
 namespace detail {
 
-constexpr std::int32_t kInt16Max = 32767, kInt16Min = -32768;
-
-// One accumulator: a (K raw uint8 values) . w (K int8 values).
-template <class F>
-void pair_dot(const std::int32_t* a, const std::int32_t* w, std::int64_t k, PairSumStats& st, std::int64_t index,
-              std::int64_t channel, F& on_output) {
-  std::int64_t exact = 0, saturated = 0;
-  for (std::int64_t j = 0; j < k; j += 2) {
-    std::int32_t p = a[j] * w[j];
-    if (j + 1 < k) p += a[j + 1] * w[j + 1];  // an odd K's last pair holds a zero
-    st.max_pair = std::max(st.max_pair, p);
-    st.min_pair = std::min(st.min_pair, p);
-    exact += p;
-    const std::int32_t s = std::min(std::max(p, kInt16Min), kInt16Max);
-    st.saturated_pairs += s != p;
-    saturated += s;
-  }
-  st.pairs += (k + 1) / 2;
-  st.outputs += 1;
-  const std::int64_t err = saturated > exact ? saturated - exact : exact - saturated;
-  st.affected_outputs += err != 0;
-  st.max_error = std::max(st.max_error, err);
-  on_output(index, channel, exact, saturated);
+template <class Fail>
+void expect_dtype(const graph::Tensor& t, graph::DType want, const Fail& fail, const char* what) {
+  if (t.dtype() != want) fail(what, " has element type ", graph::to_string(t.dtype()), "; expected ", graph::to_string(want));
 }
 
-template <class Fail>
-std::vector<std::int32_t> int_values(const graph::Tensor& t, graph::DType want, const Fail& fail, const char* what) {
-  if (t.dtype() != want) fail(what, " has element type ", graph::to_string(t.dtype()), "; expected ", graph::to_string(want));
-  std::vector<std::int32_t> out(static_cast<std::size_t>(t.size()));
-  for (std::int64_t i = 0; i < t.size(); ++i)
-    out[static_cast<std::size_t>(i)] = want == graph::DType::uint8 ? t.data<std::uint8_t>()[i] : t.data<std::int8_t>()[i];
-  return out;
+// The reduction padded to the kernel's step (zeros: pairs of 0 change nothing).
+inline std::size_t padded_reduction(const simd::GemmKernels& g, std::int64_t K) {
+  const std::size_t step = g.pair_step, k = static_cast<std::size_t>(K);
+  return (k + step - 1) / step * step;
+}
+
+// `rows` rows of A (fill(row, dst) writes a row's K values; the padding stays 0) against bt
+// (cols x kp, each column's K weights then zeros) through the pair-sum kernel; calls
+// report(row, column, exact, saturated) in row-major order and adds to st.
+template <class Fill, class Report>
+void pair_sum_pass(const simd::GemmKernels& g, std::int64_t rows, std::int64_t cols, std::int64_t K, std::size_t kp,
+                   const std::int16_t* bt, PairSumDetail mode, PairSumStats& st, Fill&& fill,
+                   Report&& report) {
+  constexpr std::size_t kChunk = 65536;  // the kernel's int32 sums are exact up to this K
+  const bool stats = mode == PairSumDetail::statistics;
+  const std::size_t ncols = static_cast<std::size_t>(cols);
+  // rows per block: A's block about 256 KiB, a multiple of the kernel's 4-row blocks
+  const std::size_t block = std::max<std::size_t>(4, std::min<std::size_t>(256, (131072 / std::max<std::size_t>(kp, 1)) / 4 * 4));
+  std::vector<std::int16_t> a(block * kp, 0);
+  std::vector<std::int32_t> sat(block * ncols), ex(stats ? block * ncols : 0);
+  std::vector<std::int64_t> sat64, ex64;
+  simd::PairSumCounts counts;
+  counts.max_pair = st.max_pair;
+  counts.min_pair = st.min_pair;
+  simd::PairSumArgs args;
+  args.n = ncols;
+  args.lda = args.ldb = kp;
+  args.saturated = sat.data();
+  args.exact = stats ? ex.data() : nullptr;
+  args.ldc = ncols;
+  for (std::int64_t r0 = 0; r0 < rows; r0 += static_cast<std::int64_t>(block)) {
+    const std::size_t nb = static_cast<std::size_t>(std::min<std::int64_t>(static_cast<std::int64_t>(block), rows - r0));
+    for (std::size_t i = 0; i < nb; ++i) fill(r0 + static_cast<std::int64_t>(i), a.data() + i * kp);
+    args.m = nb;
+    const bool chunked = kp > kChunk;
+    if (chunked) {
+      sat64.assign(nb * ncols, 0);
+      ex64.assign(stats ? nb * ncols : 0, 0);
+    }
+    std::size_t k0 = 0;
+    do {  // once for K = 0: the sums are 0
+      args.k = std::min(kChunk, kp - k0);
+      args.a = a.data() + k0;
+      args.bt = bt + k0;
+      g.pair_sums(args, counts);
+      if (chunked)
+        for (std::size_t i = 0; i < nb * ncols; ++i) {
+          sat64[i] += sat[i];
+          if (stats) ex64[i] += ex[i];
+        }
+      k0 += kChunk;
+    } while (k0 < kp);
+    for (std::size_t i = 0; i < nb; ++i)
+      for (std::size_t c = 0; c < ncols; ++c) {
+        const std::size_t j = i * ncols + c;
+        const std::int64_t s = chunked ? sat64[j] : sat[j];
+        const std::int64_t e = stats ? (chunked ? ex64[j] : ex[j]) : s;
+        const std::int64_t err = s > e ? s - e : e - s;
+        st.affected_outputs += err != 0;
+        st.max_error = std::max(st.max_error, err);
+        report(r0 + static_cast<std::int64_t>(i), static_cast<std::int64_t>(c), e, s);
+      }
+  }
+  st.outputs += rows * cols;
+  st.pairs += rows * cols * ((K + 1) / 2);
+  st.saturated_pairs += counts.saturated_pairs;
+  st.max_pair = counts.max_pair;
+  st.min_pair = counts.min_pair;
 }
 
 }  // namespace detail
@@ -80,50 +127,58 @@ std::vector<std::int32_t> int_values(const graph::Tensor& t, graph::DType want, 
 // on_output(index, channel, exact, saturated) for every accumulator: index into the output
 // (N x M x out, row-major), channel its output channel; exact and saturated are the raw sums of
 // x * w, zero points not subtracted (ONNX Runtime subtracts x_zero_point * sum(w) exactly
-// afterwards, so their difference is the error). Depthwise: pair_sums false, no calls.
+// afterwards, so their difference is the error). Depthwise: pair_sums false, no calls. The sums
+// run on the pair-sum kernel of `kernels` (default: the active SIMD target).
 template <class Fail, class F>
 PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group, const graph::Tensor& x,
-                                std::int32_t x_zero_point, const graph::Tensor& w, const Fail& fail, F&& on_output) {
+                                std::int32_t x_zero_point, const graph::Tensor& w, const Fail& fail, F&& on_output,
+                                PairSumDetail mode = PairSumDetail::statistics,
+                                const simd::Kernels* kernels = nullptr) {
   PairSumStats st;
-  const auto a = detail::int_values(x, graph::DType::uint8, fail, "input x");
-  const auto b = detail::int_values(w, graph::DType::int8, fail, "weight");
+  detail::expect_dtype(x, graph::DType::uint8, fail, "input x");
+  detail::expect_dtype(w, graph::DType::int8, fail, "weight");
+  const std::uint8_t* a = x.data<std::uint8_t>();
+  const std::int8_t* b = w.data<std::int8_t>();
   const std::int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0), Cg = C / group, Mg = M / group;
   st.reduction = Cg * g.kernel_size();
   if (Cg == 1 && Mg == 1) return st;  // ONNX Runtime's depthwise kernel: int32 sums
   st.pair_sums = true;
+  const simd::GemmKernels& gk = simd::gemm_kernels(kernels);
   const std::int64_t K = st.reduction, taps = g.kernel_size(), out_size = g.out_size();
-  // each output channel's weights in channels-last order (kernel position, channel)
-  std::vector<std::int32_t> wk(static_cast<std::size_t>(K * M));
+  const std::size_t kp = detail::padded_reduction(gk, K);
+  const std::int16_t zx = static_cast<std::int16_t>(x_zero_point);
+  // each output channel's weights channels-last (kernel position, channel of the group), padded
+  std::vector<std::int16_t> bt(static_cast<std::size_t>(M) * kp, 0);
   for (std::int64_t m = 0; m < M; ++m)
     for (std::int64_t c = 0; c < Cg; ++c)
       for (std::int64_t t = 0; t < taps; ++t)
-        wk[static_cast<std::size_t>(m * K + t * Cg + c)] = b[static_cast<std::size_t>((m * Cg + c) * taps + t)];
-  std::vector<std::int32_t> patch(static_cast<std::size_t>(K));
+        bt[static_cast<std::size_t>(m) * kp + static_cast<std::size_t>(t * Cg + c)] = b[(m * Cg + c) * taps + t];
   for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t gi = 0; gi < group; ++gi)
-      for (std::int64_t od = 0; od < g.out[0]; ++od)
-        for (std::int64_t oh = 0; oh < g.out[1]; ++oh)
-          for (std::int64_t ow = 0; ow < g.out[2]; ++ow) {
-            std::int64_t k = 0;
-            for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
-              for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
-                for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-                  const std::int64_t id = od * g.stride[0] + kd * g.dilation[0] - g.pad_begin[0];
-                  const std::int64_t ih = oh * g.stride[1] + kh * g.dilation[1] - g.pad_begin[1];
-                  const std::int64_t iw = ow * g.stride[2] + kw * g.dilation[2] - g.pad_begin[2];
-                  const bool inside = id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2];
-                  for (std::int64_t c = 0; c < Cg; ++c, ++k)
-                    patch[static_cast<std::size_t>(k)] =
-                        inside ? a[static_cast<std::size_t>((((n * C + gi * Cg + c) * g.in[0] + id) * g.in[1] + ih) *
-                                                                g.in[2] + iw)]
-                               : x_zero_point;
-                }
-            const std::int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
-            for (std::int64_t mg = 0; mg < Mg; ++mg) {
-              const std::int64_t m = gi * Mg + mg;
-              detail::pair_dot(patch.data(), wk.data() + m * K, K, st, (n * M + m) * out_size + o, m, on_output);
+    for (std::int64_t gi = 0; gi < group; ++gi) {
+      const std::uint8_t* xg = a + (n * C + gi * Cg) * g.in[0] * g.in[1] * g.in[2];
+      const std::int64_t plane = g.in[0] * g.in[1] * g.in[2];
+      const auto fill = [&](std::int64_t o, std::int16_t* dst) {
+        const std::int64_t ow = o % g.out[2], oh = o / g.out[2] % g.out[1], od = o / (g.out[2] * g.out[1]);
+        for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
+          for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+            for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, dst += Cg) {
+              const std::int64_t id = od * g.stride[0] + kd * g.dilation[0] - g.pad_begin[0];
+              const std::int64_t ih = oh * g.stride[1] + kh * g.dilation[1] - g.pad_begin[1];
+              const std::int64_t iw = ow * g.stride[2] + kw * g.dilation[2] - g.pad_begin[2];
+              if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2]) {
+                const std::uint8_t* src = xg + (id * g.in[1] + ih) * g.in[2] + iw;
+                for (std::int64_t c = 0; c < Cg; ++c) dst[c] = src[c * plane];
+              } else {
+                for (std::int64_t c = 0; c < Cg; ++c) dst[c] = zx;  // padding holds the zero point
+              }
             }
-          }
+      };
+      detail::pair_sum_pass(gk, out_size, Mg, K, kp, bt.data() + static_cast<std::size_t>(gi * Mg) * kp, mode, st, fill,
+                            [&](std::int64_t o, std::int64_t mg, std::int64_t e, std::int64_t s) {
+                              const std::int64_t m = gi * Mg + mg;
+                              on_output((n * M + m) * out_size + o, m, e, s);
+                            });
+    }
   return st;
 }
 
@@ -131,10 +186,11 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
 // index = row * cols + column, channel = the column.
 template <class Fail, class F>
 PairSumStats ort_gemm_pair_sums(const graph::Tensor& x, bool trans_a, const graph::Tensor& w, bool trans_b,
-                                const Fail& fail, F&& on_output) {
+                                const Fail& fail, F&& on_output, PairSumDetail mode = PairSumDetail::statistics,
+                                const simd::Kernels* kernels = nullptr) {
   PairSumStats st;
-  const auto a = detail::int_values(x, graph::DType::uint8, fail, "input x");
-  const auto b = detail::int_values(w, graph::DType::int8, fail, "weight");
+  detail::expect_dtype(x, graph::DType::uint8, fail, "input x");
+  detail::expect_dtype(w, graph::DType::int8, fail, "weight");
   if (w.rank() != 2 || x.rank() < 1 || (trans_a && x.rank() != 2))
     fail("input ", x.shape().to_string(), ", weight ", w.shape().to_string(), "; expected a 2-D weight",
          trans_a ? " and a 2-D input" : "");
@@ -146,17 +202,24 @@ PairSumStats ort_gemm_pair_sums(const graph::Tensor& x, bool trans_a, const grap
   const std::int64_t rows = x.size() / std::max<std::int64_t>(K, 1);
   st.reduction = K;
   st.pair_sums = true;
-  std::vector<std::int32_t> wk(static_cast<std::size_t>(K * cols));  // cols x K: each column's weights
+  const simd::GemmKernels& gk = simd::gemm_kernels(kernels);
+  const std::size_t kp = detail::padded_reduction(gk, K);
+  const std::uint8_t* a = x.data<std::uint8_t>();
+  const std::int8_t* b = w.data<std::int8_t>();
+  std::vector<std::int16_t> bt(static_cast<std::size_t>(cols) * kp, 0);  // cols x kp: each column's weights
   for (std::int64_t k = 0; k < K; ++k)
     for (std::int64_t c = 0; c < cols; ++c)
-      wk[static_cast<std::size_t>(c * K + k)] = b[static_cast<std::size_t>(trans_b ? c * K + k : k * cols + c)];
-  std::vector<std::int32_t> row(static_cast<std::size_t>(K));
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t k = 0; k < K; ++k)
-      row[static_cast<std::size_t>(k)] = a[static_cast<std::size_t>(trans_a ? k * rows + r : r * K + k)];
-    for (std::int64_t c = 0; c < cols; ++c)
-      detail::pair_dot(row.data(), wk.data() + c * K, K, st, r * cols + c, c, on_output);
-  }
+      bt[static_cast<std::size_t>(c) * kp + static_cast<std::size_t>(k)] = b[trans_b ? c * K + k : k * cols + c];
+  const auto fill = [&](std::int64_t r, std::int16_t* dst) {
+    if (trans_a)
+      for (std::int64_t k = 0; k < K; ++k) dst[k] = a[k * rows + r];
+    else
+      for (std::int64_t k = 0; k < K; ++k) dst[k] = a[r * K + k];
+  };
+  detail::pair_sum_pass(gk, rows, cols, K, kp, bt.data(), mode, st, fill,
+                        [&](std::int64_t r, std::int64_t c, std::int64_t e, std::int64_t s) {
+                          on_output(r * cols + c, c, e, s);
+                        });
   return st;
 }
 
