@@ -2,7 +2,9 @@
 // integers) and float executor on (a) the demo CNN (examples/data/demo) and (b) a 3-layer MLP
 // 1024 wide (1024 -> 1024 -> 1024 -> 1024, Gemm + Relu), and the int8 GEMM kernel alone at
 // M = 256, K = N = 1024 (u8 x s8; and in float: quantkit::simd::gemm_f32, which the float
-// executor runs, and Eigen at this build's flags). ONNX Runtime runs the same models, written here:
+// executor runs, and Eigen at this build's flags; and ONNX Runtime's int16 pair sums of x86-64
+// CPUs without VNNI: the pair-sum kernel against its plain loop, and each model's integer mode
+// with --ort-no-vnni's emulation). ONNX Runtime runs the same models, written here:
 //
 //   build/bench/bench/bench_inference --qk_models=DIR [benchmark flags]
 //       writes DIR/{cnn,mlp}.{float,qdq,qop}.onnx, DIR/gemm_u8s8.onnx (MatMulInteger, B a

@@ -381,7 +381,10 @@ Json ort_effect_json(const Context& c) {
   const Runner exact(c.model, &c.qm(), Mode::integer, ScaleKind::float_multiplier, false);
   const Runner ort(c.model, &c.qm(), Mode::integer, ScaleKind::float_multiplier, true);
   const std::string& name = c.session->output();
-  const TensorMap ye = exact.run(c.session->inputs(), true), yo = ort.run(c.session->inputs(), true);
+  // intermediates kept only when the value measured is not a graph output (--output VALUE)
+  const bool keep = std::none_of(c.model.outputs.begin(), c.model.outputs.end(),
+                                 [&](const graph::ValueInfo& v) { return v.name == name; });
+  const TensorMap ye = exact.run(c.session->inputs(), keep), yo = ort.run(c.session->inputs(), keep);
   const auto e = ye.find(name), o = yo.find(name);
   if (e == ye.end() || o == yo.end() || e->second.dtype() != graph::DType::float32 ||
       o->second.dtype() != graph::DType::float32)

@@ -30,6 +30,7 @@
 
 #include <hwy/highway.h>
 
+#include "quantkit/ref/gemm.hpp"
 #include "quantkit/simd/gemm_abi.hpp"
 
 // Highway 1.0.3's AVX3_DL target string names avxvnni (VEX) but not avx512vnni; the VNNI
@@ -296,26 +297,9 @@ void GemmPackB(const GemmPackArgs& p) {
 #if HWY_TARGET == HWY_SCALAR
 
 template <int kUnused = 0>
-void PairSums(const PairSumArgs& p, PairSumCounts& counts) {
-  for (std::size_t m = 0; m < p.m; ++m)
-    for (std::size_t n = 0; n < p.n; ++n) {
-      const std::int16_t* a = p.a + m * p.lda;
-      const std::int16_t* b = p.bt + n * p.ldb;
-      std::uint32_t sat = 0, ex = 0;
-      for (std::size_t k = 0; k < p.k; k += 2) {
-        const std::int32_t q = std::int32_t{a[k]} * b[k] + std::int32_t{a[k + 1]} * b[k + 1];
-        const std::int32_t s = std::min(std::max(q, -32768), 32767);
-        sat += static_cast<std::uint32_t>(s);
-        if (p.exact) {
-          ex += static_cast<std::uint32_t>(q);
-          counts.saturated_pairs += s != q;
-          counts.max_pair = std::max(counts.max_pair, q);
-          counts.min_pair = std::min(counts.min_pair, q);
-        }
-      }
-      p.saturated[m * p.ldc + n] = static_cast<std::int32_t>(sat);
-      if (p.exact) p.exact[m * p.ldc + n] = static_cast<std::int32_t>(ex);
-    }
+void PairSums(const PairSumArgs& p, PairSumCounts& counts) {  // one lane: the reference's loop
+  ref::pair_sums_s16sat(p.m, p.n, p.k, p.a, p.lda, p.bt, p.ldb, p.saturated, p.exact, p.ldc, counts.saturated_pairs,
+                        counts.max_pair, counts.min_pair);
 }
 
 inline std::size_t PairStep() { return 2; }

@@ -223,6 +223,14 @@ def case_verbs(c):
     imp = c.json("debug", "ort-saturation", c.demo_file("digits_cnn.onnx"), "--quantized", qdq,
                  "--calib", c.demo_file("digits_calib.npy"))["ort_saturation"]
     check(imp == o, "ort-saturation on the imported QDQ file differs from the in-memory calibration")
+    # --output an intermediate value: the integer mode holds it as integers, so the effect is
+    # not measured, and the text and JSON say why (the rows are the same)
+    mid = c.json(*demo_args, "--output", "/Relu_output_0")["ort_saturation"]
+    check(mid["rows"] == o["rows"] and mid["effect"] == {
+        "output": "/Relu_output_0", "error": "the integer mode does not compute '/Relu_output_0' as a float value"},
+        f"--output /Relu_output_0: {mid.get('effect')}")
+    check("effect on the output: not measured (the integer mode does not compute '/Relu_output_0' as a float value)"
+          in c.run(*demo_args, "--output", "/Relu_output_0").stdout, "--output /Relu_output_0 text")
 
 
 def case_errors(c):

@@ -12,7 +12,9 @@
 // position, input channel of the group), each group its own product; MatMul and Gemm pair along
 // K. Depthwise Conv (one input and one output channel per group) sums in int32 and is exact.
 // Used by analysis::ort_saturation (where it happens) and IntegerModeOptions::ort_pair_saturation
-// (running a model as ONNX Runtime does there).
+// (running a model as ONNX Runtime does there). The sums run on the SIMD pair-sum kernel
+// (simd::GemmKernels::pair_sums, equal to ref::pair_sums_s16sat on every target) over
+// channels-last patches (Conv) or rows (MatMul / Gemm) widened to int16.
 #pragma once
 
 #include <algorithm>
