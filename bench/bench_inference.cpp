@@ -337,20 +337,21 @@ void BM_Gemm(benchmark::State& state) {
 // ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI (int16 pair sums, saturated) on
 // the same product: the pair-sum kernel with statistics (what `quantkit debug ort-saturation`
 // runs), saturated sums only (the integer mode's --ort-no-vnni), and the plain scalar loop
-// (ref::pair_sums_s16sat at this build's flags). Operands int16, Bt (N x K) as the front end
+// (ref::pair_sums_s16sat at this build's flags). A (uint8) and Bt (N x K, int8) as the front end
 // (quantkit/executor/integer/ort_pairs.hpp) prepares them.
 enum class PairVariant { stats, saturated, plain };
 template <PairVariant kVariant>
 void BM_PairSums(benchmark::State& state) {
   const qk::simd::GemmKernels& g = qk::simd::gemm_kernels();
   const std::size_t K = kWidth, kp = (K + g.pair_step - 1) / g.pair_step * g.pair_step;
-  std::vector<std::int16_t> a(static_cast<std::size_t>(kBatch) * kp, 0), bt(static_cast<std::size_t>(kWidth) * kp, 0);
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(kBatch) * kp, 0);
+  std::vector<std::int8_t> bt(static_cast<std::size_t>(kWidth) * kp, 0);
   std::vector<std::int32_t> sat(static_cast<std::size_t>(kBatch * kWidth)), ex(sat.size());
   Lcg rng(3);
   for (std::size_t m = 0; m < static_cast<std::size_t>(kBatch); ++m)
-    for (std::size_t k = 0; k < K; ++k) a[m * kp + k] = static_cast<std::int16_t>(rng.uniform() * 256);
+    for (std::size_t k = 0; k < K; ++k) a[m * kp + k] = static_cast<std::uint8_t>(rng.uniform() * 256);
   for (std::size_t n = 0; n < static_cast<std::size_t>(kWidth); ++n)
-    for (std::size_t k = 0; k < K; ++k) bt[n * kp + k] = static_cast<std::int16_t>(static_cast<int>(rng.uniform() * 256) - 128);
+    for (std::size_t k = 0; k < K; ++k) bt[n * kp + k] = static_cast<std::int8_t>(static_cast<int>(rng.uniform() * 256) - 128);
   qk::simd::PairSumArgs args;
   args.m = kBatch;
   args.n = kWidth;

@@ -218,16 +218,17 @@ std::size_t run_pair_case(const qks::Kernels& k, const PairCase& cs, std::mt1993
   const std::size_t step = g.pair_step;
   const std::size_t kp = (cs.K + step - 1) / step * step;  // the kernel's K: zero padded
   const std::size_t lda = kp + cs.pad, ldb = kp + cs.pad, ldc = cs.N + cs.pad;
-  std::vector<std::int16_t> abuf(cs.M * lda + cs.offset + 1, 0), bbuf(cs.N * ldb + cs.offset + 1, 0);
-  std::int16_t* a = abuf.data() + cs.offset;
-  std::int16_t* bt = bbuf.data() + cs.offset;
+  std::vector<std::uint8_t> abuf(cs.M * lda + cs.offset + 1, 0);
+  std::vector<std::int8_t> bbuf(cs.N * ldb + cs.offset + 1, 0);
+  std::uint8_t* a = abuf.data() + cs.offset;
+  std::int8_t* bt = bbuf.data() + cs.offset;
   std::uniform_int_distribution<int> ua(0, 255), sb(-128, 127), coin(0, 1);
   for (std::size_t m = 0; m < cs.M; ++m)
     for (std::size_t i = 0; i < cs.K; ++i)
-      a[m * lda + i] = static_cast<std::int16_t>(cs.extremes ? (coin(rng) ? 255 : 0) : ua(rng));
+      a[m * lda + i] = static_cast<std::uint8_t>(cs.extremes ? (coin(rng) ? 255 : 0) : ua(rng));
   for (std::size_t n = 0; n < cs.N; ++n)
     for (std::size_t i = 0; i < cs.K; ++i)
-      bt[n * ldb + i] = static_cast<std::int16_t>(cs.extremes ? (coin(rng) ? 127 : -128) : sb(rng));
+      bt[n * ldb + i] = static_cast<std::int8_t>(cs.extremes ? (coin(rng) ? 127 : -128) : sb(rng));
   const std::int32_t fill = 0x5A5A5A5A;
   std::vector<std::int32_t> want_sat(cs.M * ldc + cs.offset + 1, fill), want_ex = want_sat, got_sat = want_sat,
                                                                           got_ex = want_sat, got_sat2 = want_sat;
@@ -306,7 +307,8 @@ TEST_CASE("pair sums: the pairs are adjacent elements, each clamped on its own")
   // a pairing of elements 1 and 2 instead would give 255 * 127 - 255 * 128 = -255 (no clamp).
   for_each_target("pair layout", [&](const qks::Kernels& k) {
     const std::size_t kp = (4 + k.gemm->pair_step - 1) / k.gemm->pair_step * k.gemm->pair_step;
-    std::vector<std::int16_t> a(kp, 0), b(kp, 0);
+    std::vector<std::uint8_t> a(kp, 0);
+    std::vector<std::int8_t> b(kp, 0);
     a[0] = a[1] = a[2] = 255;
     b[0] = b[1] = 127;
     b[2] = -128;

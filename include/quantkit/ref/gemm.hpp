@@ -38,16 +38,16 @@ void gemm_s32(std::size_t M, std::size_t N, std::size_t K, const TA* a, std::siz
 }
 
 // Scalar reference of the pair-sum kernels (GemmKernels::pair_sums, quantkit/simd/gemm_abi.hpp):
-// ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI. For every row m of A (M x K)
-// and row n of Bt (N x K):
+// ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI. For every row m of A (M x K,
+// uint8) and row n of Bt (N x K, int8):
 //
 //   p_j = A[m][2j] Bt[n][2j] + A[m][2j+1] Bt[n][2j+1]     (an odd K's last pair: one product)
 //   saturated[m][n] = sum_j clamp(p_j, -32768, 32767),   exact[m][n] = sum_j p_j
 //
 // both int32 modulo 2^32. With exact given (non-null), saturated_pairs counts the p_j outside
 // int16 and max_pair / min_pair extend to the extreme p_j (callers start them at 0).
-inline void pair_sums_s16sat(std::size_t M, std::size_t N, std::size_t K, const std::int16_t* a, std::size_t lda,
-                             const std::int16_t* bt, std::size_t ldb, std::int32_t* saturated, std::int32_t* exact,
+inline void pair_sums_s16sat(std::size_t M, std::size_t N, std::size_t K, const std::uint8_t* a, std::size_t lda,
+                             const std::int8_t* bt, std::size_t ldb, std::int32_t* saturated, std::int32_t* exact,
                              std::size_t ldc, std::int64_t& saturated_pairs, std::int32_t& max_pair,
                              std::int32_t& min_pair) {
   for (std::size_t m = 0; m < M; ++m)

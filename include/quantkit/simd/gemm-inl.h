@@ -290,10 +290,12 @@ void GemmPackB(const GemmPackArgs& p) {
 }
 
 // ---- Pair sums: ONNX Runtime's uint8 x int8 arithmetic on x86-64 without VNNI ----
-// (gemm_abi.hpp PairSumArgs; ref::pair_sums_s16sat). Each int32 lane takes one pair of
-// adjacent int16 products, clamps it to int16 and accumulates; with statistics also the exact
-// pair, the count of clamped pairs and the extreme pairs. Rows in blocks of 4 share each load
-// of a Bt row.
+// (gemm_abi.hpp PairSumArgs; ref::pair_sums_s16sat). Rows in blocks of 4 share each load of a
+// Bt row. Saturated sums only, on x86: VPMADDUBSW, the instruction ONNX Runtime's kernels use
+// (uint8 x int8 pairs summed into int16 with saturation), then pmaddwd by 1 into int32. With
+// statistics (and on other targets): bytes promoted to int16, each int32 lane one exact pair
+// (pmaddwd on x86), clamped to int16 and accumulated beside the exact pair, the count of clamped
+// pairs and the extreme pairs.
 #if HWY_TARGET == HWY_SCALAR
 
 template <int kUnused = 0>
@@ -306,9 +308,9 @@ inline std::size_t PairStep() { return 2; }
 
 #else
 
-inline std::size_t PairStep() { return hn::Lanes(hn::ScalableTag<std::int16_t>()); }
+inline std::size_t PairStep() { return hn::Lanes(hn::ScalableTag<std::uint8_t>()); }
 
-// int32 lane i = a[2i] b[2i] + a[2i+1] b[2i+1] (products fit int16).
+// int32 lane i = a[2i] b[2i] + a[2i+1] b[2i+1] (int16 lanes; products fit int16).
 template <class D32, class V16>
 HWY_INLINE hn::Vec<D32> PairProducts(D32 d32, V16 a, V16 b) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
@@ -324,17 +326,19 @@ template <bool kStats, std::size_t R, class D32, class V = hn::Vec<D32>>
 HWY_INLINE void PairSumBlock(D32 d32, const PairSumArgs& p, std::size_t row, std::size_t col, V& vmax, V& vmin,
                              std::int64_t& clamped) {
   const hn::Repartition<std::int16_t, D32> d16;
+  const hn::Rebind<std::uint8_t, decltype(d16)> du8;  // half a vector of bytes, promoted
+  const hn::Rebind<std::int8_t, decltype(d16)> di8;
   const std::size_t step = hn::Lanes(d16);
   const V lo = hn::Set(d32, -32768), hi = hn::Set(d32, 32767);
   V sat[R], ex[R];
   for (std::size_t r = 0; r < R; ++r) sat[r] = ex[r] = hn::Zero(d32);
   V count = hn::Zero(d32);
-  const std::int16_t* b = p.bt + col * p.ldb;
-  const std::int16_t* a = p.a + row * p.lda;
+  const std::int8_t* b = p.bt + col * p.ldb;
+  const std::uint8_t* a = p.a + row * p.lda;
   for (std::size_t k = 0; k < p.k; k += step) {
-    const auto bv = hn::LoadU(d16, b + k);
+    const auto bv = hn::PromoteTo(d16, hn::LoadU(di8, b + k));
     for (std::size_t r = 0; r < R; ++r) {
-      const V q = PairProducts(d32, hn::LoadU(d16, a + r * p.lda + k), bv);
+      const V q = PairProducts(d32, hn::PromoteTo(d16, hn::LoadU(du8, a + r * p.lda + k)), bv);
       const V s = hn::Min(hn::Max(q, lo), hi);
       sat[r] = hn::Add(sat[r], s);
       if (kStats) {
@@ -352,16 +356,68 @@ HWY_INLINE void PairSumBlock(D32 d32, const PairSumArgs& p, std::size_t row, std
   if (kStats) clamped += hn::GetLane(hn::SumOfLanes(d32, count));
 }
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSSE3
+constexpr bool kPairMaddubs = true;
+
+// VPMADDUBSW: int16 lane i = saturate(a[2i] b[2i] + a[2i+1] b[2i+1]), a uint8, b int8.
+template <class D16, class VU, class VI>
+HWY_INLINE hn::Vec<D16> SaturatedPairs(D16, VU a, VI b) {
+#if HWY_TARGET <= HWY_AVX3
+  return hn::Vec<D16>{_mm512_maddubs_epi16(a.raw, b.raw)};
+#elif HWY_TARGET == HWY_AVX2
+  return hn::Vec<D16>{_mm256_maddubs_epi16(a.raw, b.raw)};
+#else
+  return hn::Vec<D16>{_mm_maddubs_epi16(a.raw, b.raw)};
+#endif
+}
+
+template <std::size_t R>
+HWY_INLINE void PairSumBlockBytes(const PairSumArgs& p, std::size_t row, std::size_t col) {
+  const hn::ScalableTag<std::uint8_t> du8;
+  const hn::Repartition<std::int8_t, decltype(du8)> di8;
+  const hn::Repartition<std::int16_t, decltype(du8)> d16;
+  const hn::Repartition<std::int32_t, decltype(du8)> d32;
+  using V = hn::Vec<decltype(d32)>;
+  const auto ones = hn::Set(d16, 1);
+  V sat[R], unused = hn::Zero(d32);
+  for (std::size_t r = 0; r < R; ++r) sat[r] = hn::Zero(d32);
+  const std::int8_t* b = p.bt + col * p.ldb;
+  const std::uint8_t* a = p.a + row * p.lda;
+  for (std::size_t k = 0; k < p.k; k += hn::Lanes(du8)) {
+    const auto bv = hn::LoadU(di8, b + k);
+    for (std::size_t r = 0; r < R; ++r)  // pmaddwd by 1: the int16 pair sums added into int32
+      sat[r] = hn::ReorderWidenMulAccumulate(d32, SaturatedPairs(d16, hn::LoadU(du8, a + r * p.lda + k), bv), ones,
+                                             sat[r], unused);
+  }
+  for (std::size_t r = 0; r < R; ++r) p.saturated[(row + r) * p.ldc + col] = hn::GetLane(hn::SumOfLanes(d32, sat[r]));
+}
+#else
+constexpr bool kPairMaddubs = false;
+template <std::size_t R>
+HWY_INLINE void PairSumBlockBytes(const PairSumArgs&, std::size_t, std::size_t) {}
+#endif
+
 template <bool kStats>
 void PairSumsLoop(const PairSumArgs& p, PairSumCounts& counts) {
   const hn::ScalableTag<std::int32_t> d32;
   auto vmax = hn::Zero(d32), vmin = hn::Zero(d32);
   std::int64_t clamped = 0;
   std::size_t row = 0;
+  constexpr bool kBytes = !kStats && kPairMaddubs;
   for (; row + 4 <= p.m; row += 4)
-    for (std::size_t col = 0; col < p.n; ++col) PairSumBlock<kStats, 4>(d32, p, row, col, vmax, vmin, clamped);
+    for (std::size_t col = 0; col < p.n; ++col) {
+      if (kBytes)
+        PairSumBlockBytes<4>(p, row, col);
+      else
+        PairSumBlock<kStats, 4>(d32, p, row, col, vmax, vmin, clamped);
+    }
   for (; row < p.m; ++row)
-    for (std::size_t col = 0; col < p.n; ++col) PairSumBlock<kStats, 1>(d32, p, row, col, vmax, vmin, clamped);
+    for (std::size_t col = 0; col < p.n; ++col) {
+      if (kBytes)
+        PairSumBlockBytes<1>(p, row, col);
+      else
+        PairSumBlock<kStats, 1>(d32, p, row, col, vmax, vmin, clamped);
+    }
   if (kStats) {
     counts.saturated_pairs += clamped;
     counts.max_pair = std::max(counts.max_pair, hn::GetLane(hn::MaxOfLanes(d32, vmax)));

@@ -42,16 +42,16 @@ struct GemmArgs {
   std::size_t ldc = 0;
 };
 
-// A (M x K) and Bt (N x K: each column of B contiguous) as int16 values whose products fit
-// int16 (uint8 times int8 does); K a multiple of GemmKernels::pair_step, zero padded. For
-// every (m, n): saturated = sum_j clamp(p_j, -32768, 32767), exact = sum_j p_j with
-// p_j = A[m][2j] Bt[n][2j] + A[m][2j+1] Bt[n][2j+1], both int32 modulo 2^32 (exact for K <= 65536).
-// exact == nullptr: only `saturated` is written and the statistics are left untouched.
+// A (M x K, uint8) and Bt (N x K, int8: each column of B contiguous); K a multiple of
+// GemmKernels::pair_step, zero padded. For every (m, n): saturated = sum_j clamp(p_j, -32768,
+// 32767), exact = sum_j p_j with p_j = A[m][2j] Bt[n][2j] + A[m][2j+1] Bt[n][2j+1], both int32
+// modulo 2^32 (exact for K <= 65536). exact == nullptr: only `saturated` is written and the
+// statistics are left untouched.
 struct PairSumArgs {
   std::size_t m = 0, n = 0, k = 0;
-  const std::int16_t* a = nullptr;
+  const std::uint8_t* a = nullptr;
   std::size_t lda = 0;
-  const std::int16_t* bt = nullptr;
+  const std::int8_t* bt = nullptr;
   std::size_t ldb = 0;
   std::int32_t* saturated = nullptr;  // M x N, leading dimension ldc
   std::int32_t* exact = nullptr;      // M x N, leading dimension ldc, or nullptr

@@ -4,8 +4,8 @@
 // (quantkit/executor/integer/ort_pairs.hpp) before the int32 accumulation; the zero-point term
 // and the bias are exact, and the requantization is the mode's. Everything ONNX Runtime computes
 // exactly there stays the exact op: depthwise Conv, int8 activations, uint8 weights or weight
-// zero points, 16-bit data. The pair sums run on the SIMD pair-sum kernel (GemmKernels::pair_sums:
-// int16 operands, so a few times slower than the int8 GEMM of the exact op), for measuring.
+// zero points, 16-bit data. The pair sums run on the SIMD pair-sum kernel without statistics
+// (GemmKernels::pair_sums; VPMADDUBSW on x86, as ONNX Runtime).
 #pragma once
 
 #include <cstdint>
