@@ -8,6 +8,7 @@
 // full-range weights saturate, --reduce-range's never can.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -20,6 +21,7 @@
 #include <quantkit/observer/minmax.hpp>
 #include <quantkit/onnx.hpp>
 #include <quantkit/ptq.hpp>
+#include <quantkit/simd/gemm.hpp>
 
 #include "support/golden.hpp"
 
@@ -191,6 +193,63 @@ TEST_CASE("ort_pair_sums: pairing, bounds and errors") {
   relu.name = "r";
   CHECK_THROWS_WITH_AS(qa::ort_pair_sums(relu, 13, x, 0, w, none), doctest::Contains("not a Conv, MatMul or Gemm"),
                        qk::Error);
+}
+
+TEST_CASE("ort_pair_sums: a reduction past 65536 (kernel chunks) sums in int64, every target's kernel") {
+  // MatMul [2, 70001] x [70001, 3]: the exact sums pass 2^31 (35001 pairs of up to 64770), which
+  // the kernel's int32 lanes hold only per chunk of 65536; the odd K leaves a last pair of one
+  // product. Column 0 saturates every pair, column 1 alternates signs (exact), column 2 mixes.
+  const std::int64_t K = 70001;
+  std::vector<std::uint8_t> xv(static_cast<std::size_t>(2 * K));
+  std::vector<std::int8_t> wv(static_cast<std::size_t>(K * 3));
+  for (std::int64_t k = 0; k < K; ++k) {
+    xv[static_cast<std::size_t>(k)] = 255;
+    xv[static_cast<std::size_t>(K + k)] = static_cast<std::uint8_t>((k * 37) % 256);
+    wv[static_cast<std::size_t>(k * 3)] = 127;
+    wv[static_cast<std::size_t>(k * 3 + 1)] = k % 2 ? -128 : 127;
+    wv[static_cast<std::size_t>(k * 3 + 2)] = static_cast<std::int8_t>((k * 91) % 256 - 128);
+  }
+  const Tensor x = Tensor::from_vector<std::uint8_t>(qk::Dims{2, K}, xv);
+  const Tensor w = Tensor::from_vector<std::int8_t>(qk::Dims{K, 3}, wv);
+  // the model, directly
+  std::int64_t want_exact[6] = {}, want_sat[6] = {}, want_clamped = 0;
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 3; ++c)
+      for (std::int64_t k = 0; k < K; k += 2) {
+        std::int64_t p = std::int64_t{xv[static_cast<std::size_t>(r * K + k)]} * wv[static_cast<std::size_t>(k * 3 + c)];
+        if (k + 1 < K) p += std::int64_t{xv[static_cast<std::size_t>(r * K + k + 1)]} * wv[static_cast<std::size_t>((k + 1) * 3 + c)];
+        const std::int64_t s = std::min<std::int64_t>(std::max<std::int64_t>(p, -32768), 32767);
+        want_exact[r * 3 + c] += p;
+        want_sat[r * 3 + c] += s;
+        want_clamped += s != p;
+      }
+  REQUIRE(want_exact[0] > std::int64_t{1} << 31);  // would wrap in one int32 sum
+  qk::graph::Node mm;
+  mm.op_type = "MatMul";
+  mm.name = "wide";
+  for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+    CAPTURE(k->name);
+    std::int64_t got_exact[6] = {}, got_sat[6] = {}, got_only[6] = {};
+    const auto fail = [&mm](auto&&... parts) { mm.fail(std::forward<decltype(parts)>(parts)...); };
+    const auto st = qk::integer::ort_gemm_pair_sums(
+        x, false, w, false, fail,
+        [&](std::int64_t i, std::int64_t, std::int64_t e, std::int64_t s) {
+          got_exact[i] = e;
+          got_sat[i] = s;
+        },
+        qk::integer::PairSumDetail::statistics, k);
+    qk::integer::ort_gemm_pair_sums(
+        x, false, w, false, fail, [&](std::int64_t i, std::int64_t, std::int64_t, std::int64_t s) { got_only[i] = s; },
+        qk::integer::PairSumDetail::saturated_only, k);
+    for (int i = 0; i < 6; ++i) {
+      CHECK(got_exact[i] == want_exact[i]);
+      CHECK(got_sat[i] == want_sat[i]);
+      CHECK(got_only[i] == want_sat[i]);
+    }
+    CHECK(st.saturated_pairs == want_clamped);
+    CHECK(st.pairs == 6 * ((K + 1) / 2));
+    CHECK(st.max_pair == 255 * 127 * 2);
+  }
 }
 
 namespace {
