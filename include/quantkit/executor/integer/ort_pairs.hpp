@@ -157,10 +157,10 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
     for (std::int64_t c = 0; c < Cg; ++c)
       for (std::int64_t t = 0; t < taps; ++t)
         bt[static_cast<std::size_t>(m) * kp + static_cast<std::size_t>(t * Cg + c)] = b[(m * Cg + c) * taps + t];
+  const std::int64_t plane = g.in[0] * g.in[1] * g.in[2];  // one input channel
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t gi = 0; gi < group; ++gi) {
-      const std::uint8_t* xg = a + (n * C + gi * Cg) * g.in[0] * g.in[1] * g.in[2];
-      const std::int64_t plane = g.in[0] * g.in[1] * g.in[2];
+      const std::uint8_t* xg = a + (n * C + gi * Cg) * plane;  // the group's first channel
       const auto fill = [&](std::int64_t o, std::uint8_t* dst) {
         const std::int64_t ow = o % g.out[2], oh = o / g.out[2] % g.out[1], od = o / (g.out[2] * g.out[1]);
         for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
