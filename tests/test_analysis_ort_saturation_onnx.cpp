@@ -79,7 +79,7 @@ std::int64_t requantize(std::int64_t acc, float scale, std::int64_t zp) {
 
 TEST_CASE("ort_pair_sums: ONNX Runtime's uint8 x int8 outputs without VNNI, bit for bit (golden)") {
   const json g = quantkit_test::load_golden("ort_saturation.json");
-  REQUIRE(g.at("cases").size() >= 14);
+  REQUIRE(g.at("cases").size() >= 16);
   std::int64_t differing_total = 0;
   for (const json& c : g.at("cases")) {
     const std::string name = c.at("name").get<std::string>();
@@ -193,6 +193,41 @@ TEST_CASE("ort_pair_sums: pairing, bounds and errors") {
   relu.name = "r";
   CHECK_THROWS_WITH_AS(qa::ort_pair_sums(relu, 13, x, 0, w, none), doctest::Contains("not a Conv, MatMul or Gemm"),
                        qk::Error);
+  // Conv: the zero point fills the padding as a uint8, so one outside [0, 255] is an error, not a
+  // wrapped value; a geometry or group that does not match the tensors (a direct caller of
+  // integer::ort_conv_pair_sums) is one too, not an out-of-bounds read.
+  qk::graph::Node conv;
+  conv.op_type = "Conv";
+  conv.name = "c";
+  conv.attributes["pads"] = qk::graph::Attribute::make_ints({1, 1, 1, 1});
+  const Tensor xc = Tensor::from_vector<std::uint8_t>(qk::Dims{1, 2, 3, 3}, std::vector<std::uint8_t>(18, 7));
+  const Tensor wc = Tensor::from_vector<std::int8_t>(qk::Dims{2, 2, 3, 3}, std::vector<std::int8_t>(36, 1));
+  std::int64_t sum0 = 0;
+  const auto sc = qa::ort_pair_sums(conv, 13, xc, 255, wc, [&](std::int64_t i, std::int64_t, std::int64_t e, std::int64_t) {
+    if (i == 0) sum0 = e;
+  });
+  CHECK(sc.outputs == 2 * 9);
+  CHECK(sum0 == 2 * (4 * 7 + 5 * 255));  // the corner: 4 taps inside, 5 in the padding, 2 channels
+  CHECK_THROWS_WITH_AS(qa::ort_pair_sums(conv, 13, xc, 256, wc, none),
+                       doctest::Contains("node 'c' (op Conv): input x zero point 256 is outside uint8's [0, 255]"),
+                       qk::Error);
+  CHECK_THROWS_WITH_AS(qa::ort_pair_sums(conv, 13, xc, -1, wc, none),
+                       doctest::Contains("input x zero point -1 is outside uint8's [0, 255]"), qk::Error);
+  const auto conv_fail = [&conv](auto&&... parts) { conv.fail(std::forward<decltype(parts)>(parts)...); };
+  qk::ops::WindowGeometry big;  // a 4 x 4 input where x is 3 x 3
+  big.spatial = 2;
+  big.in = {1, 4, 4};
+  big.kernel = {1, 3, 3};
+  big.out = {1, 2, 2};
+  CHECK_THROWS_WITH_AS(qk::integer::ort_conv_pair_sums(big, 1, xc, 0, wc, conv_fail, none),
+                       doctest::Contains("input [1, 2, 3, 3], weight [2, 2, 3, 3] and group 1 do not match the "
+                                         "convolution (input N x C x spatial of 16 values"),
+                       qk::Error);
+  qk::ops::WindowGeometry g3 = big;
+  g3.in = {1, 3, 3};
+  g3.out = {1, 1, 1};
+  CHECK_THROWS_WITH_AS(qk::integer::ort_conv_pair_sums(g3, 2, xc, 0, wc, conv_fail, none),
+                       doctest::Contains("and group 2 do not match"), qk::Error);
 }
 
 TEST_CASE("ort_pair_sums: a reduction past 65536 (kernel chunks) sums in int64, every target's kernel") {
@@ -321,6 +356,19 @@ TEST_CASE("IntegerModeOptions::ort_pair_saturation: ONNX Runtime's default sessi
     const auto zx = c.at("x_zero_point").get<std::int64_t>();
     for (std::size_t i = 0; i < xi.size(); ++i) xf[i] = static_cast<float>(xi[i] - zx) * xs;
     const std::map<std::string, Tensor> in = {{"X", Tensor::from_vector<float>(dims_of(c.at("x_shape")), xf)}};
+    if (c.at("attrs").value("transA", 0) != 0) {
+      // the integer mode keeps Gemm with transA in float and says so (ort_pair_sums checks it above)
+      const qk::Executor<Mode> run(model, Mode(qk::IntegerModeOptions{}));
+      bool rejected = false;
+      for (const auto& r : run.mode().report())
+        if (r.node == name) {
+          CHECK_FALSE(r.integer);
+          CHECK(r.detail.find("Gemm with transA") != std::string::npos);
+          rejected = true;
+        }
+      CHECK(rejected);
+      continue;
+    }
     for (bool emulate : {true, false}) {
       CAPTURE(emulate);
       qk::IntegerModeOptions opt;

@@ -132,7 +132,7 @@ def model_accumulators(case, saturate):
         return (acc - zp * wsum[None, :, None]).reshape(-1)
     trans_b = case['attrs'].get('transB', 0)
     wk = w.T if trans_b else w
-    a = x.reshape(-1, wk.shape[0])
+    a = x.T if case['attrs'].get('transA', 0) else x.reshape(-1, wk.shape[0])  # transA: x is K x rows
     acc = pair_sums(a, wk, saturate) - zp * wk.sum(0)[None, :]
     return acc.reshape(-1)
 
@@ -173,6 +173,8 @@ def make_cases(rng):
         ('matmul_k300_batched', 'MatMul', [2, 3, 300], [300, 16], {}, 128, True),
         ('gemm_transb_k40', 'Gemm', [4, 40], [12, 40], {'transB': 1}, 100, True),
         ('gemm_k17', 'Gemm', [3, 17], [17, 5], {}, 64, False),
+        ('gemm_transa_k24', 'Gemm', [24, 3], [24, 7], {'transA': 1}, 128, True),
+        ('gemm_transa_transb_k31', 'Gemm', [31, 2], [5, 31], {'transA': 1, 'transB': 1}, 50, False),
     ]
     cases = []
     for name, op, x_shape, w_shape, attrs, zp, per_channel in specs:

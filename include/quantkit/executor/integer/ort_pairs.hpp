@@ -141,6 +141,16 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
   PairSumStats st;
   detail::expect_dtype(x, graph::DType::uint8, fail, "input x");
   detail::expect_dtype(w, graph::DType::int8, fail, "weight");
+  // The geometry and group come from the caller: a mismatch with the tensors would read out of
+  // bounds, and a zero point past uint8 would wrap into the padding.
+  if (x_zero_point < 0 || x_zero_point > 255)
+    fail("input x zero point ", x_zero_point, " is outside uint8's [0, 255]");
+  if (group < 1 || x.rank() < 3 || w.rank() != x.rank() || x.dim(1) % group != 0 || w.dim(0) % group != 0 ||
+      w.dim(1) * group != x.dim(1) || x.size() != x.dim(0) * x.dim(1) * g.in_size() ||
+      w.size() != w.dim(0) * w.dim(1) * g.kernel_size())
+    fail("input ", x.shape().to_string(), ", weight ", w.shape().to_string(), " and group ", group,
+         " do not match the convolution (input N x C x spatial of ", g.in_size(), " values, weight M x C/group x ",
+         g.kernel_size(), " kernel values, C and M multiples of the group)");
   const std::uint8_t* a = x.data<std::uint8_t>();
   const std::int8_t* b = w.data<std::int8_t>();
   const std::int64_t N = x.dim(0), C = x.dim(1), M = w.dim(0), Cg = C / group, Mg = M / group;
