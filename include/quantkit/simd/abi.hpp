@@ -162,6 +162,9 @@ struct QuantizeArgs {
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
   int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
+  // Kernel-internal (any value passed in is replaced): AVX2's half-even byte blocks read MXCSR
+  // once per call and round with VCVTPS2DQ only while it rounds to nearest.
+  bool round_by_csr = false;
 };
 
 // x = float(q - zero[p]) * scale[p]

@@ -382,6 +382,29 @@ struct ByteBlockPacker {
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
   }
 };
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// The same for AVX2: four vectors of 8 offsets to 32 bytes (the packs work within 128-bit
+// halves; a dword permute restores the order).
+template <class Out>
+struct ByteBlockPacker {
+  __m256i z16, qmin8, order;
+  HWY_INLINE ByteBlockPacker(__m256i z16_, float qmin)
+      : z16(z16_),
+        qmin8(_mm256_set1_epi8(static_cast<char>(static_cast<Out>(qmin)))),
+        order(_mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)) {}
+  template <bool kStream>
+  HWY_INLINE void Store(__m256i v0, __m256i v1, __m256i v2, __m256i v3, Out* HWY_RESTRICT q) const {
+    const __m256i ab = _mm256_adds_epi16(_mm256_packs_epi32(v0, v1), z16);
+    const __m256i cd = _mm256_adds_epi16(_mm256_packs_epi32(v2, v3), z16);
+    const __m256i r = std::is_signed<Out>::value ? _mm256_max_epi8(_mm256_packs_epi16(ab, cd), qmin8)
+                                                 : _mm256_max_epu8(_mm256_packus_epi16(ab, cd), qmin8);
+    const __m256i out = _mm256_permutevar8x32_epi32(r, order);
+    if constexpr (kStream)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(q), out);
+    else
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), out);
+  }
+};
 #endif
 
 // ------------------------------ Rounding of floats to integral floats

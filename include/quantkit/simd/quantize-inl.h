@@ -221,6 +221,37 @@ HWY_INLINE void QuantizePairWide(D d, const float* x, V f, V r, V lo, V hi, VI z
   const hn::Repartition<Out, hn::RebindToSigned<D>> d16;
   StoreVec<kStream>(PackPair16(d16, v0, v1, z), d16, q);
 }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// Bytes (AVX2): as on AVX-512, only the upper clamp in float and ByteBlockPacker for the rest.
+// Half-even (kCsr): while MXCSR rounds to nearest even (the default; fesetround can change it:
+// CsrRoundsToNearest) one VCVTPS2DQ rounds and converts, as AVX-512's embedded
+// rounding does; otherwise ROUNDPS with the mode in the instruction, then a truncating
+// conversion (QuantizeArgs::round_by_csr, set per call in QuantizeByRounding). Together about
+// 15 % faster than both clamps in float, ROUNDPS and StoreQuantized4.
+HWY_INLINE bool CsrRoundsToNearest() { return (_mm_getcsr() & 0x6000u) == 0; }
+
+template <class Round, bool kDivide, bool kCsr, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecUpper(D d, V x, V f, V hi) {
+  if constexpr (kCsr) {
+    const V prod = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+    // NaN x: the masked lane converts +0 (the zero point); below -2^31 and -inf: INT32_MIN,
+    // which the saturating packs take as below qmin
+    const V t = hn::IfThenElseZero(hn::Eq(x, x), hn::Min(prod, hi));
+    return hn::Vec<hn::RebindToSigned<D>>{_mm256_cvtps_epi32(t.raw)};
+  } else {
+    return QuantizeOffsetVec<Round, kDivide, false>(d, x, f, hi, hi);
+  }
+}
+
+template <class Round, bool kDivide, bool kCsr, bool kStream, class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
+  const std::size_t N = hn::Lanes(d);
+  const auto v0 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x), f, hi);
+  const auto v1 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + N), f, hi);
+  const auto v2 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + 2 * N), f, hi);
+  const auto v3 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + 3 * N), f, hi);
+  pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
+}
 #endif
 
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
@@ -258,6 +289,17 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
     } else if constexpr (sizeof(Out) == 2) {  // kBypass vectors by Markstein's step as for bytes
       for (; i + 4 * N <= n; i += 4 * N)
         QuantizeBlockWide<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
+    }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+    if constexpr (sizeof(Out) == 1) {
+      const ByteBlockPacker<Out> pack(_mm256_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
+      if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
+        if (a.round_by_csr)
+          for (; i + 4 * N <= n; i += 4 * N)
+            QuantizeBlockBytes<Round, kDivide, true, kStream>(d, x + i, f, hi, pack, q + i);
+      }
+      for (; i + 4 * N <= n; i += 4 * N)  // (none left after the loop above)
+        QuantizeBlockBytes<Round, kDivide, false, kStream>(d, x + i, f, hi, pack, q + i);
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
@@ -663,11 +705,18 @@ struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+    QuantizeArgs with_csr = *a;  // MXCSR read once per call, not per row (small channels)
+    with_csr.round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
+    const QuantizeArgs* args = &with_csr;
+#else
+    const QuantizeArgs* args = a;
+#endif
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, a, Round::kStochastic,
+                                &QuantizeRun<Out, Round, kDivide, true>, args, Round::kStochastic,
                                 Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>};
-    RunPlan(a->plan, a->x, static_cast<Out*>(a->out), runs);
-    if (a->stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
+    RunPlan(args->plan, args->x, static_cast<Out*>(args->out), runs);
+    if (args->stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
   }
   template <class Round>
   HWY_INLINE void operator()() const {
