@@ -64,8 +64,8 @@ HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
 // added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
 
 // R(clamp(x / f or x * f, lo', hi')) as int32, 0 for NaN x. !kLow: no lower clamp (below
-// -2^31 the AVX-512 conversion gives INT32_MIN, which QuantizeBlocks4's saturating byte packs
-// take as "below qmin"; only used there).
+// -2^31 the AVX-512 and AVX2 conversions give INT32_MIN, which QuantizeBlocks4's saturating
+// byte packs take as "below qmin"; only used there).
 template <class Round, bool kDivide, bool kLow = true, class D, class V = hn::Vec<D>>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVec(D d, V x, V f, V lo, V hi) {
   const hn::RebindToSigned<D> di;
