@@ -145,7 +145,7 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
   // bounds, and a zero point past uint8 would wrap into the padding.
   if (x_zero_point < 0 || x_zero_point > 255)
     fail("input x zero point ", x_zero_point, " is outside uint8's [0, 255]");
-  if (group < 1 || x.rank() < 3 || w.rank() != x.rank() || x.dim(1) % group != 0 || w.dim(0) % group != 0 ||
+  if (group < 1 || x.rank() < 3 || w.rank() != x.rank() || w.dim(0) % group != 0 ||
       w.dim(1) * group != x.dim(1) || x.size() != x.dim(0) * x.dim(1) * g.in_size() ||
       w.size() != w.dim(0) * w.dim(1) * g.kernel_size())
     fail("input ", x.shape().to_string(), ", weight ", w.shape().to_string(), " and group ", group,
@@ -167,7 +167,7 @@ PairSumStats ort_conv_pair_sums(const ops::WindowGeometry& g, std::int64_t group
     for (std::int64_t c = 0; c < Cg; ++c)
       for (std::int64_t t = 0; t < taps; ++t)
         bt[static_cast<std::size_t>(m) * kp + static_cast<std::size_t>(t * Cg + c)] = b[(m * Cg + c) * taps + t];
-  const std::int64_t plane = g.in[0] * g.in[1] * g.in[2];  // one input channel
+  const std::int64_t plane = g.in_size();  // one input channel
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t gi = 0; gi < group; ++gi) {
       const std::uint8_t* xg = a + (n * C + gi * Cg) * plane;  // the group's first channel
