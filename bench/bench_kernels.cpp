@@ -623,6 +623,16 @@ int main(int argc, char** argv) {
         return 2;
       }
       quantkit::simd::detail::stream_threshold_storage() = static_cast<std::size_t>(bytes);
+    } else if (a.rfind("--qk_stream_prefetch=", 0) == 0) {
+      // How far ahead streaming calls prefetch their input on AVX2/SSE (0: off; default 512).
+      const char* text = argv[i] + 21;
+      char* end = nullptr;
+      const unsigned long long bytes = std::strtoull(text, &end, 10);
+      if (*text < '0' || *text > '9' || *end != '\0') {
+        std::fprintf(stderr, "bench_kernels: --qk_stream_prefetch takes a byte count, got '%s'\n", text);
+        return 2;
+      }
+      quantkit::simd::detail::stream_prefetch_storage() = static_cast<std::size_t>(bytes);
     } else {
       args.push_back(argv[i]);
     }

@@ -6,6 +6,11 @@
 
 #include <sstream>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
+
 namespace {
 
 using simd_test::kI32Max;
@@ -447,6 +452,90 @@ TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the re
     }
   }
 }
+
+namespace {
+// For its lifetime, streaming calls prefetch their input `bytes` ahead.
+class StreamPrefetch {
+ public:
+  explicit StreamPrefetch(std::size_t bytes) : saved_(qks::detail::stream_prefetch_storage()) {
+    qks::detail::stream_prefetch_storage() = bytes;
+  }
+  ~StreamPrefetch() { qks::detail::stream_prefetch_storage() = saved_; }
+  StreamPrefetch(const StreamPrefetch&) = delete;
+  StreamPrefetch& operator=(const StreamPrefetch&) = delete;
+
+ private:
+  std::size_t saved_;
+};
+}  // namespace
+
+#if defined(__linux__)
+// Streaming calls prefetch their input ahead of the loads (AVX2 and SSE targets), past its end
+// near the end of a call: a prefetch does not fault, so an input that ends where an unmapped
+// page begins must give the reference's results for every prefetch distance, 0 (off) included.
+// A load in place of the prefetch would crash here.
+TEST_CASE("simd raw: streaming calls whose input ends at an unmapped page prefetch past it and equal the reference") {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t data_pages = 8;  // 2048 floats or int32 with 4 KiB pages
+  void* base = mmap(nullptr, (data_pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(base != MAP_FAILED);
+  char* const guard = static_cast<char*>(base) + data_pages * page;
+  REQUIRE(mprotect(guard, page, PROT_NONE) == 0);
+  const std::size_t n = data_pages * page / sizeof(float) - 3;  // ends exactly at the guard page
+  float* const x = reinterpret_cast<float*>(guard) - n;
+  const std::vector<float> data = simd_test::quantize_inputs(n, 0.05f, 7);
+  std::copy(data.begin(), data.end(), x);
+  const qk::Dims shape{static_cast<std::int64_t>(n)};
+  const qk::View<const float> xv(x, shape);
+  qk::QuantParams p;
+  p.scale = {0.05f};
+  p.zero_point = {3};
+  p.range = simd_test::range_of<std::int8_t>();
+  qk::QuantParams p16 = p;
+  p16.range = simd_test::range_of<std::int16_t>();
+  std::vector<std::int8_t> want(n), got(n);
+  std::vector<std::int16_t> want16(n), got16(n);
+  std::vector<float> fwant(n), fgot(n);
+  qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), shape), qk::RoundHalfEven{});
+  qk::ref::quantize(xv, p16, qk::View<std::int16_t>(want16.data(), shape), qk::RoundHalfEven{});
+  qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), shape), qk::RoundHalfEven{});
+  // int32 accumulators ending at the same page
+  std::int32_t* const acc = reinterpret_cast<std::int32_t*>(guard) - n;
+  qk::RequantParams<qk::FloatMultiplier<>> rp;
+  rp.constants = {qk::FloatMultiplier<>::make(0.0123)};
+  rp.output_zero_point = -5;
+  rp.clamp_min = -128;
+  rp.clamp_max = 127;
+  std::vector<std::int32_t> acc_copy(n);
+  for (std::size_t i = 0; i < n; ++i) acc_copy[i] = static_cast<std::int32_t>(i * 2654435761u) >> 12;
+  std::vector<std::int8_t> rwant(n), rgot(n);
+  qk::ref::requantize(qk::View<const std::int32_t>(acc_copy.data(), shape), rp, qk::View<std::int8_t>(rwant.data(), shape));
+  StreamThreshold threshold(1);
+  for (std::size_t ahead : {std::size_t{0}, std::size_t{512}, std::size_t{4096}, std::size_t{1} << 20}) {
+    CAPTURE(ahead);
+    StreamPrefetch prefetch(ahead);
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::copy(data.begin(), data.end(), x);
+      std::fill(got.begin(), got.end(), std::int8_t{0});
+      qks::quantize(xv, p, qk::View<std::int8_t>(got.data(), shape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
+      QK_CHECK_SAME(got, want, data);
+      std::fill(got16.begin(), got16.end(), std::int16_t{0});
+      qks::quantize(xv, p16, qk::View<std::int16_t>(got16.data(), shape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
+      QK_CHECK_SAME(got16, want16, data);
+      std::fill(fgot.begin(), fgot.end(), 0.0f);
+      qks::fake_quantize(xv, p, qk::View<float>(fgot.data(), shape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
+      QK_CHECK_SAME(fgot, fwant, data);
+      std::copy(acc_copy.begin(), acc_copy.end(), acc);
+      std::fill(rgot.begin(), rgot.end(), std::int8_t{0});
+      qks::requantize(qk::View<const std::int32_t>(acc, shape), rp, qk::View<std::int8_t>(rgot.data(), shape), std::string(), k);
+      QK_CHECK_SAME(rgot, rwant, acc_copy);
+    }
+  }
+  munmap(base, (data_pages + 1) * page);
+}
+#endif
 
 // The View dequantize takes any zero point inside the parameters' range, also far outside the
 // input type, where the kernels' int32 q - z would wrap: those run the reference.

@@ -147,6 +147,17 @@ inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
   return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
 }
 
+// How far ahead (bytes) streaming calls prefetch their input on AVX2 and SSE targets
+// (PrefetchStreamInput in common-inl.h says why); 0 turns the prefetch off. Read when the
+// kernel arguments are made; bench_kernels' --qk_stream_prefetch sets it for A/B runs.
+namespace detail {
+inline std::size_t& stream_prefetch_storage() {
+  static std::size_t bytes = 512;
+  return bytes;
+}
+}  // namespace detail
+inline std::size_t stream_prefetch_bytes() { return detail::stream_prefetch_storage(); }
+
 struct QuantizeArgs {
   Plan plan;
   const float* x = nullptr;
@@ -161,6 +172,7 @@ struct QuantizeArgs {
   float qmax = 127.0f;
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
+  std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
   int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
   // Kernel-internal (any value passed in is replaced): AVX2's half-even byte blocks read MXCSR
   // once per call and round with VCVTPS2DQ only while it rounds to nearest.
@@ -201,6 +213,7 @@ struct RequantizeArgs {
   std::int32_t lo = -128;
   std::int32_t hi = 127;
   bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
+  std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
 };
 
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,

@@ -230,27 +230,40 @@ HWY_INLINE void QuantizePairWide(D d, const float* x, V f, V r, V lo, V hi, VI z
 // 15 % faster than both clamps in float, ROUNDPS and StoreQuantized4.
 HWY_INLINE bool CsrRoundsToNearest() { return (_mm_getcsr() & 0x6000u) == 0; }
 
-template <class Round, bool kDivide, bool kCsr, class D, class V = hn::Vec<D>>
-HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecUpper(D d, V x, V f, V hi) {
+// kLow: the lower clamp too (16-bit outputs: int32 + z could wrap for INT32_MIN).
+template <class Round, bool kDivide, bool kCsr, bool kLow, class D, class V = hn::Vec<D>>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecAvx2(D d, V x, V f, V lo, V hi) {
   if constexpr (kCsr) {
     const V prod = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
     // NaN x: the masked lane converts +0 (the zero point); below -2^31 and -inf: INT32_MIN,
     // which the saturating packs take as below qmin
-    const V t = hn::IfThenElseZero(hn::Eq(x, x), hn::Min(prod, hi));
+    const V t = hn::IfThenElseZero(hn::Eq(x, x), kLow ? hn::Min(hn::Max(prod, lo), hi) : hn::Min(prod, hi));
     return hn::Vec<hn::RebindToSigned<D>>{_mm256_cvtps_epi32(t.raw)};
   } else {
-    return QuantizeOffsetVec<Round, kDivide, false>(d, x, f, hi, hi);
+    return QuantizeOffsetVec<Round, kDivide, kLow>(d, x, f, lo, hi);
   }
 }
 
 template <class Round, bool kDivide, bool kCsr, bool kStream, class Out, class D, class V = hn::Vec<D>>
 HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
   const std::size_t N = hn::Lanes(d);
-  const auto v0 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x), f, hi);
-  const auto v1 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + N), f, hi);
-  const auto v2 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + 2 * N), f, hi);
-  const auto v3 = QuantizeOffsetVecUpper<Round, kDivide, kCsr>(d, hn::LoadU(d, x + 3 * N), f, hi);
+  const auto v0 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x), f, hi, hi);
+  const auto v1 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + N), f, hi, hi);
+  const auto v2 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + 2 * N), f, hi, hi);
+  const auto v3 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + 3 * N), f, hi, hi);
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
+}
+
+// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ.
+template <class Round, bool kDivide, bool kStream, class Out, class D, class V = hn::Vec<D>,
+          class VI = hn::Vec<hn::RebindToSigned<D>>>
+HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V lo, V hi, VI z, Out* q) {
+  const std::size_t N = hn::Lanes(d);
+  const auto v0 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x), f, lo, hi);
+  const auto v1 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + N), f, lo, hi);
+  const auto v2 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + 2 * N), f, lo, hi);
+  const auto v3 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + 3 * N), f, lo, hi);
+  StoreQuantized4<Out, kStream>(hn::RebindToSigned<D>(), v0, v1, v2, v3, z, q);
 }
 #endif
 
@@ -270,11 +283,15 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
   (void)r;
   const V lo = hn::Set(d, a.qmin - zero);  // exact: small integers
   const V hi = hn::Set(d, a.qmax - zero);
+  const std::size_t ahead = a.stream_prefetch;
+  (void)ahead;
   std::size_t i = 0;
   if constexpr (std::is_same<Out, float>::value) {
     const V s = hn::Set(d, scale);
-    for (; i + 4 * N <= n; i += 4 * N)
+    for (; i + 4 * N <= n; i += 4 * N) {
+      PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
       FakeQuantizeBlock<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, s, q + i);
+    }
     // then single vectors (short rows: per-group blocks of 16 or 32), ordinary stores
     for (; i + N <= n; i += N)
       hn::StoreU(FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s), d, q + i);
@@ -295,14 +312,25 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
       const ByteBlockPacker<Out> pack(_mm256_set1_epi16(static_cast<std::int16_t>(zero)), a.qmin);
       if constexpr (std::is_same<Round, RoundHalfEvenOp>::value) {
         if (a.round_by_csr)
-          for (; i + 4 * N <= n; i += 4 * N)
+          for (; i + 4 * N <= n; i += 4 * N) {
+            PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
             QuantizeBlockBytes<Round, kDivide, true, kStream>(d, x + i, f, hi, pack, q + i);
+          }
       }
-      for (; i + 4 * N <= n; i += 4 * N)  // (none left after the loop above)
+      for (; i + 4 * N <= n; i += 4 * N) {  // (none left after the loop above)
+        PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
         QuantizeBlockBytes<Round, kDivide, false, kStream>(d, x + i, f, hi, pack, q + i);
+      }
+    } else if constexpr (sizeof(Out) == 2 && std::is_same<Round, RoundHalfEvenOp>::value) {
+      if (a.round_by_csr)
+        for (; i + 4 * N <= n; i += 4 * N) {
+          PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
+          QuantizeBlockWideCsr<Round, kDivide, kStream>(d, x + i, f, lo, hi, z, q + i);
+        }
     }
 #endif
     for (; i + 4 * N <= n; i += 4 * N) {
+      PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
       const auto v0 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi);
       const auto v1 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + N), f, lo, hi);
       const auto v2 = QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, x + i + 2 * N), f, lo, hi);

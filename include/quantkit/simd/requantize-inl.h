@@ -386,7 +386,9 @@ HWY_INLINE std::size_t StepBlocks4(DI di, const RequantizeArgs& a, const Step& s
                                    const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q, std::size_t n) {
   using V = hn::Vec<DI>;
   const std::size_t N = hn::Lanes(di);
+  const std::size_t ahead = a.stream_prefetch;
   const auto block = [&](std::size_t i, auto stream) {
+    PrefetchStreamInput<decltype(stream)::value>(x + i, 4 * N * sizeof(std::int32_t), ahead);
     const V r0 = step(di, x + i);
     const V r1 = step(di, x + i + N);
     const V r2 = step(di, x + i + 2 * N);
