@@ -984,8 +984,8 @@ struct QuantizeArgs {
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
   int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
-  // Kernel-internal (any value passed in is replaced): AVX2's half-even byte blocks read MXCSR
-  // once per call and round with VCVTPS2DQ only while it rounds to nearest.
+  // Kernel-internal (any value passed in is replaced): AVX2's half-even byte and 16-bit blocks
+  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest.
   bool round_by_csr = false;
 };
 
@@ -2423,12 +2423,12 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 
 // Streaming calls (past stream_threshold_bytes) read their input from memory as well: behind a
 // block's arithmetic the core keeps too few loads in flight to cover DRAM latency, and the
-// hardware prefetcher does not run far enough ahead. On the AVX2 EPYC (Zen 2) an f32 -> int8
-// quantize of 16M elements ran at 72 % of memcpy for the same bytes, a loop with the same loads
-// and stores but no arithmetic at 91 %; prefetching 512 bytes ahead (stream_prefetch_bytes),
-// the quantize ran at 110-120 % in a standalone loop. NTA: the lines are not kept in L2/L3 (the
-// call evicts them anyway). Not on AVX-512: its kernels reach 113 % of memcpy without it on
-// Zen 5, and it is unmeasured there.
+// hardware prefetcher does not run far enough ahead. On the AVX2 EPYC (Zen 2) the f32 -> int8
+// quantize kernel of 16M elements ran at 67 % of memcpy for the same bytes (a loop with the same
+// loads and stores but no arithmetic at 91 %), and at 109 % prefetching 512 bytes ahead
+// (stream_prefetch_bytes; bench_kernels --qk_stream_prefetch=0|512); requantize 56-65 % ->
+// 99-109 %. NTA: the lines are not kept in L2/L3 (the call evicts them anyway). Not on AVX-512:
+// its kernels reach 113 % of memcpy without it on Zen 5, and it is unmeasured there.
 //
 // Prefetches the cache lines `ahead` bytes past the `bytes` at p (a block's input) when kStream
 // and ahead != 0. Addresses past the buffer's end are harmless: prefetches do not fault.
@@ -3997,7 +3997,8 @@ HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V hi, const ByteBlo
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
 
-// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ.
+// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ
+// (int16 in cache 1.15-1.25x -> 1.34-1.47x the plain loop on the AVX2 EPYC).
 template <class Round, bool kDivide, bool kStream, class Out, class D, class V = hn::Vec<D>,
           class VI = hn::Vec<hn::RebindToSigned<D>>>
 HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V lo, V hi, VI z, Out* q) {

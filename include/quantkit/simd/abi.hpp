@@ -174,8 +174,8 @@ struct QuantizeArgs {
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
   int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
-  // Kernel-internal (any value passed in is replaced): AVX2's half-even byte blocks read MXCSR
-  // once per call and round with VCVTPS2DQ only while it rounds to nearest.
+  // Kernel-internal (any value passed in is replaced): AVX2's half-even byte and 16-bit blocks
+  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest.
   bool round_by_csr = false;
 };
 

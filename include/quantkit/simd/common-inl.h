@@ -241,12 +241,12 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 
 // Streaming calls (past stream_threshold_bytes) read their input from memory as well: behind a
 // block's arithmetic the core keeps too few loads in flight to cover DRAM latency, and the
-// hardware prefetcher does not run far enough ahead. On the AVX2 EPYC (Zen 2) an f32 -> int8
-// quantize of 16M elements ran at 72 % of memcpy for the same bytes, a loop with the same loads
-// and stores but no arithmetic at 91 %; prefetching 512 bytes ahead (stream_prefetch_bytes),
-// the quantize ran at 110-120 % in a standalone loop. NTA: the lines are not kept in L2/L3 (the
-// call evicts them anyway). Not on AVX-512: its kernels reach 113 % of memcpy without it on
-// Zen 5, and it is unmeasured there.
+// hardware prefetcher does not run far enough ahead. On the AVX2 EPYC (Zen 2) the f32 -> int8
+// quantize kernel of 16M elements ran at 67 % of memcpy for the same bytes (a loop with the same
+// loads and stores but no arithmetic at 91 %), and at 109 % prefetching 512 bytes ahead
+// (stream_prefetch_bytes; bench_kernels --qk_stream_prefetch=0|512); requantize 56-65 % ->
+// 99-109 %. NTA: the lines are not kept in L2/L3 (the call evicts them anyway). Not on AVX-512:
+// its kernels reach 113 % of memcpy without it on Zen 5, and it is unmeasured there.
 //
 // Prefetches the cache lines `ahead` bytes past the `bytes` at p (a block's input) when kStream
 // and ahead != 0. Addresses past the buffer's end are harmless: prefetches do not fault.

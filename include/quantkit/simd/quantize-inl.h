@@ -254,7 +254,8 @@ HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V hi, const ByteBlo
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
 
-// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ.
+// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ
+// (int16 in cache 1.15-1.25x -> 1.34-1.47x the plain loop on the AVX2 EPYC).
 template <class Round, bool kDivide, bool kStream, class Out, class D, class V = hn::Vec<D>,
           class VI = hn::Vec<hn::RebindToSigned<D>>>
 HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V lo, V hi, VI z, Out* q) {
