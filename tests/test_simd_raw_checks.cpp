@@ -380,17 +380,17 @@ TEST_CASE("simd raw: single-rounding fixed-point requantize rejects shifts outsi
 // ------------------------------------------------------------------ 5. fixed-point clamp, bias 0
 
 namespace {
-// For its lifetime, the non-temporal store threshold is `bytes`.
-class StreamThreshold {
+// For its lifetime, a kernel setting (stream_threshold_storage, stream_prefetch_storage) is
+// `bytes`.
+class ScopedBytes {
  public:
-  explicit StreamThreshold(std::size_t bytes) : saved_(qks::detail::stream_threshold_storage()) {
-    qks::detail::stream_threshold_storage() = bytes;
-  }
-  ~StreamThreshold() { qks::detail::stream_threshold_storage() = saved_; }
-  StreamThreshold(const StreamThreshold&) = delete;
-  StreamThreshold& operator=(const StreamThreshold&) = delete;
+  ScopedBytes(std::size_t& setting, std::size_t bytes) : setting_(setting), saved_(setting) { setting_ = bytes; }
+  ~ScopedBytes() { setting_ = saved_; }
+  ScopedBytes(const ScopedBytes&) = delete;
+  ScopedBytes& operator=(const ScopedBytes&) = delete;
 
  private:
+  std::size_t& setting_;
   std::size_t saved_;
 };
 }  // namespace
@@ -441,7 +441,7 @@ TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the re
             CAPTURE(target);
             for (bool stream : {false, true}) {  // ordinary and non-temporal stores
               CAPTURE(stream);
-              StreamThreshold threshold(stream ? 1 : std::size_t{1} << 40);
+              ScopedBytes threshold(qks::detail::stream_threshold_storage(), stream ? 1 : std::size_t{1} << 40);
               std::fill(got.begin(), got.end(), O{0});
               qks::requantize(acc.data(), n, p, got.data(), *k);
               CHECK(simd_test::first_difference(got, want) == -1);
@@ -453,22 +453,6 @@ TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the re
   }
 }
 
-namespace {
-// For its lifetime, streaming calls prefetch their input `bytes` ahead.
-class StreamPrefetch {
- public:
-  explicit StreamPrefetch(std::size_t bytes) : saved_(qks::detail::stream_prefetch_storage()) {
-    qks::detail::stream_prefetch_storage() = bytes;
-  }
-  ~StreamPrefetch() { qks::detail::stream_prefetch_storage() = saved_; }
-  StreamPrefetch(const StreamPrefetch&) = delete;
-  StreamPrefetch& operator=(const StreamPrefetch&) = delete;
-
- private:
-  std::size_t saved_;
-};
-}  // namespace
-
 #if defined(__linux__)
 // Streaming calls prefetch their input ahead of the loads (AVX2 and SSE targets), past its end
 // near the end of a call: a prefetch does not fault, so an input that ends where an unmapped
@@ -476,7 +460,7 @@ class StreamPrefetch {
 // A load in place of the prefetch would crash here.
 TEST_CASE("simd raw: streaming calls whose input ends at an unmapped page prefetch past it and equal the reference") {
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  const std::size_t data_pages = 8;  // 2048 floats or int32 with 4 KiB pages
+  const std::size_t data_pages = 8;  // 8192 floats or int32 with 4 KiB pages
   void* base = mmap(nullptr, (data_pages + 1) * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   REQUIRE(base != MAP_FAILED);
   char* const guard = static_cast<char*>(base) + data_pages * page;
@@ -510,10 +494,10 @@ TEST_CASE("simd raw: streaming calls whose input ends at an unmapped page prefet
   for (std::size_t i = 0; i < n; ++i) acc_copy[i] = static_cast<std::int32_t>(i * 2654435761u) >> 12;
   std::vector<std::int8_t> rwant(n), rgot(n);
   qk::ref::requantize(qk::View<const std::int32_t>(acc_copy.data(), shape), rp, qk::View<std::int8_t>(rwant.data(), shape));
-  StreamThreshold threshold(1);
+  ScopedBytes threshold(qks::detail::stream_threshold_storage(), 1);
   for (std::size_t ahead : {std::size_t{0}, std::size_t{512}, std::size_t{4096}, std::size_t{1} << 20}) {
     CAPTURE(ahead);
-    StreamPrefetch prefetch(ahead);
+    ScopedBytes prefetch(qks::detail::stream_prefetch_storage(), ahead);
     for (const qks::Kernels* k : qks::available_kernels()) {
       const std::string target = k->name;
       CAPTURE(target);
