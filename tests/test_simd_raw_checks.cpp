@@ -494,6 +494,41 @@ TEST_CASE("simd raw: streaming calls whose input ends at an unmapped page prefet
   for (std::size_t i = 0; i < n; ++i) acc_copy[i] = static_cast<std::int32_t>(i * 2654435761u) >> 12;
   std::vector<std::int8_t> rwant(n), rgot(n);
   qk::ref::requantize(qk::View<const std::int32_t>(acc_copy.data(), shape), rp, qk::View<std::int8_t>(rwant.data(), shape));
+  // Short rows (under 1 KiB of output): per-group blocks of 32 back to back, which prefetch
+  // linearly, and per-channel rows of 32 values 40 apart (a strided view ending at the guard
+  // page), which prefetch whole rows ahead. Outputs a vector-aligned distance into a 64-byte
+  // aligned buffer (non-temporal stores) and one element past it (ordinary stores).
+  qk::QuantParams pg = p;
+  pg.granularity = qk::Granularity::per_group(0, 32);
+  pg.scale.clear();
+  pg.zero_point.clear();
+  for (std::size_t i = 0; i < (n + 31) / 32; ++i) {
+    pg.scale.push_back(0.01f * (1.0f + static_cast<float>(i % 13) / 7.0f));
+    pg.zero_point.push_back(static_cast<std::int32_t>(i % 9) - 4);
+  }
+  std::vector<std::int8_t> gwant(n);
+  qk::ref::quantize(xv, pg, qk::View<std::int8_t>(gwant.data(), shape), qk::RoundHalfEven{});
+  constexpr std::int64_t kRows = 200, kRowLen = 32, kRowStride = 40;
+  const qk::Dims rshape{kRows, kRowLen};
+  const float* const xs = reinterpret_cast<const float*>(guard) - ((kRows - 1) * kRowStride + kRowLen);
+  const qk::View<const float> xsv(xs, rshape, qk::Dims{kRowStride, 1});
+  qk::QuantParams pc = p16;
+  pc.granularity = qk::Granularity::per_channel(0);
+  pc.scale.clear();
+  pc.zero_point.clear();
+  for (std::int64_t r = 0; r < kRows; ++r) {
+    pc.scale.push_back(0.003f * static_cast<float>(1 + r % 5));
+    pc.zero_point.push_back(static_cast<std::int32_t>(r % 7) * 100 - 300);
+  }
+  constexpr std::size_t kOut = static_cast<std::size_t>(kRows * kRowLen);
+  std::vector<std::int16_t> cwant(kOut);
+  qk::ref::quantize(xsv, pc, qk::View<std::int16_t>(cwant.data(), rshape), qk::RoundHalfEven{});
+  const std::vector<float> strided_data(xs, xs + (kRows - 1) * kRowStride + kRowLen);  // for the report
+  std::vector<std::int8_t> gstore(n + 128);
+  std::vector<std::int16_t> cstore(kOut + 64);
+  const auto aligned64 = [](auto& v) { return v.data() + (64 - reinterpret_cast<std::uintptr_t>(v.data()) % 64) % 64 / sizeof(v[0]); };
+  std::int8_t* const gbuf = aligned64(gstore);
+  std::int16_t* const cbuf = aligned64(cstore);
   ScopedBytes threshold(qks::detail::stream_threshold_storage(), 1);
   for (std::size_t ahead : {std::size_t{0}, std::size_t{512}, std::size_t{4096}, std::size_t{1} << 20}) {
     CAPTURE(ahead);
@@ -502,6 +537,16 @@ TEST_CASE("simd raw: streaming calls whose input ends at an unmapped page prefet
       const std::string target = k->name;
       CAPTURE(target);
       std::copy(data.begin(), data.end(), x);
+      for (const std::size_t offset : {std::size_t{0}, std::size_t{32}, std::size_t{1}}) {
+        CAPTURE(offset);
+        std::fill(gstore.begin(), gstore.end(), std::int8_t{0});
+        qks::quantize(xv, pg, qk::View<std::int8_t>(gbuf + offset, shape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
+        QK_CHECK_SAME(std::vector<std::int8_t>(gbuf + offset, gbuf + offset + n), gwant, data);
+        std::fill(cstore.begin(), cstore.end(), std::int16_t{0});
+        std::int16_t* const c = cbuf + offset / sizeof(std::int16_t) + (offset == 1);
+        qks::quantize(xsv, pc, qk::View<std::int16_t>(c, rshape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
+        QK_CHECK_SAME(std::vector<std::int16_t>(c, c + kOut), cwant, strided_data);
+      }
       std::fill(got.begin(), got.end(), std::int8_t{0});
       qks::quantize(xv, p, qk::View<std::int8_t>(got.data(), shape), qk::RoundHalfEven{}, qk::ScaleApplicationKind::divide, k);
       QK_CHECK_SAME(got, want, data);

@@ -691,6 +691,90 @@ HWY_INLINE bool ShortRowsStreamable(const Out* q, std::ptrdiff_t sq, std::size_t
 }
 #endif
 
+// How far past a short row's first input element the row prefetches (PrefetchStreamInput) in a
+// streaming call: `ahead` bytes when the rows are back to back (sx == n), else the row that many
+// row lengths on (at least the next). Wraps for sx < 0; the address formed still does.
+inline std::size_t RowPrefetchDistance(std::size_t ahead, std::ptrdiff_t sx, std::size_t n) {
+  if (ahead == 0 || sx == static_cast<std::ptrdiff_t>(n)) return ahead;
+  const std::size_t row_bytes = n * sizeof(float);
+  return static_cast<std::size_t>(sx) * sizeof(float) * ((ahead + row_bytes - 1) / row_bytes);
+}
+
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// Byte rows of at least one block of 4 vectors with their own parameters on AVX2 (per-group
+// blocks of 32, per-channel rows of small tensors), as QuantizeShortRows on AVX-512: the row
+// constants (s, qmax - z, z as two int16) are computed for 64 rows at a time with vectors, so
+// that each row only broadcasts them from memory (load-port broadcasts) instead of converting z,
+// subtracting and broadcasting from registers on the shuffle unit the packs need; rows of one
+// block go two per step. `ahead`: the input prefetch distance (bytes past each row; 0 = none).
+template <class Out, class Round, bool kDivide, bool kCsr, bool kStream>
+HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
+                                     std::ptrdiff_t sq, std::size_t count, std::size_t n,
+                                     std::int64_t at, std::int64_t dat, std::size_t ahead) {
+  static_assert(sizeof(Out) == 1, "QuantizeByteRowsAvx2: bytes only (16-bit outputs clamp both ways)");
+  constexpr std::size_t kChunkRows = 64;
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  // Locals: byte stores may alias *a.
+  const float* const factor = a.factor;
+  const float* const zero = a.zero;
+  const ByteBlockPacker<Out> pack(_mm256_setzero_si256(), a.qmin);
+  const V vmax = hn::Set(d, a.qmax);
+  const std::size_t row_bytes = n * sizeof(float);
+  HWY_ALIGN float rf[kChunkRows] = {}, rhi[kChunkRows] = {};  // (lanes past m: 0, unused)
+  HWY_ALIGN std::int32_t rz[kChunkRows];
+  for (std::size_t c0 = 0; c0 < count; c0 += kChunkRows) {
+    const std::size_t m = count - c0 < kChunkRows ? count - c0 : kChunkRows;
+    const std::int64_t at0 = at + static_cast<std::int64_t>(c0) * dat;
+    if (dat == 1) {
+      std::memcpy(rf, factor + at0, m * sizeof(float));
+      std::memcpy(rhi, zero + at0, m * sizeof(float));
+    } else {
+      for (std::size_t k = 0; k < m; ++k) {
+        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
+        rf[k] = factor[p];
+        rhi[k] = zero[p];
+      }
+    }
+    for (std::size_t k = 0; k < m; k += N) {
+      const V z = hn::Load(d, rhi + k);
+      hn::Store(hn::Sub(vmax, z), d, rhi + k);
+      const auto zi = hn::ConvertTo(di, z);  // small integers
+      hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+    }
+    std::size_t k = 0;
+    if (n == 4 * N) {  // two rows per step: their blocks independent, one loop test
+      for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
+        PrefetchStreamInput<true>(x, row_bytes, ahead);
+        PrefetchStreamInput<true>(x + sx, row_bytes, ahead);
+        ByteBlockPacker<Out> pack0 = pack;
+        ByteBlockPacker<Out> pack1 = pack;
+        pack0.z16 = _mm256_set1_epi32(rz[k]);
+        pack1.z16 = _mm256_set1_epi32(rz[k + 1]);
+        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x, hn::Set(d, rf[k]), hn::Set(d, rhi[k]), pack0, q);
+        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x + sx, hn::Set(d, rf[k + 1]), hn::Set(d, rhi[k + 1]), pack1, q + sq);
+      }
+    }
+    for (; k < m; ++k, x += sx, q += sq) {
+      PrefetchStreamInput<true>(x, row_bytes, ahead);
+      const V f = hn::Set(d, rf[k]);
+      const V hi = hn::Set(d, rhi[k]);
+      ByteBlockPacker<Out> row_pack = pack;
+      row_pack.z16 = _mm256_set1_epi32(rz[k]);
+      std::size_t i = 0;
+      for (; i + 4 * N <= n; i += 4 * N)
+        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x + i, f, hi, row_pack, q + i);
+      if (i < n) {
+        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
+        QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p, nullptr, nullptr);
+      }
+    }
+  }
+}
+#endif
+
 // Short rows with constant parameters (per-channel rows of small tensors): one call for all,
 // the row body inlined, so that the core overlaps the rows' dependency chains.
 template <class Out, class Round, bool kDivide>
@@ -718,7 +802,59 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
       return;
     }
 #endif
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+    if constexpr (sizeof(Out) == 1) {
+      if (!stream && n >= 4 * hn::Lanes(hn::ScalableTag<float>())) {
+        // Streaming calls prefetch each row's input, and store non-temporally when every
+        // 32-byte store is aligned (the call's fence is in QuantizeByRounding).
+        const std::size_t ahead = a.stream ? RowPrefetchDistance(a.stream_prefetch, sx, n) : 0;
+        const bool nt = a.stream && reinterpret_cast<std::uintptr_t>(q) % 32 == 0 &&
+                        (static_cast<std::size_t>(sq < 0 ? -sq : sq) * sizeof(Out)) % 32 == 0;
+        const auto byte_rows = [&](auto csr, auto nt_stores) HWY_ATTR {
+          QuantizeByteRowsAvx2<Out, Round, kDivide, decltype(csr)::value, decltype(nt_stores)::value>(
+              a, x, sx, q, sq, count, n, at, dat, ahead);
+        };
+        const auto with_csr = [&](auto csr) HWY_ATTR {
+          if (nt)
+            byte_rows(csr, std::true_type());
+          else
+            byte_rows(csr, std::false_type());
+        };
+        if (std::is_same<Round, RoundHalfEvenOp>::value && a.round_by_csr)
+          with_csr(std::integral_constant<bool, std::is_same<Round, RoundHalfEvenOp>::value>());
+        else
+          with_csr(std::false_type());
+        return;
+      }
+    }
+#endif
     if (!stream) {  // the lean loop: no stream or stochastic branches per row
+      if (a.stream && a.stream_prefetch != 0) {
+        // Short rows of a streaming call (per-group blocks of a large tensor): the input comes
+        // from memory as in the long rows, so each row prefetches ahead (RowPrefetchDistance);
+        // non-temporal stores when every vector store is aligned.
+        const std::size_t row_bytes = n * sizeof(float);
+        const std::size_t ahead = RowPrefetchDistance(a.stream_prefetch, sx, n);
+        const std::size_t align = hn::Lanes(hn::ScalableTag<float>()) * sizeof(float);  // a vector
+        const std::size_t out_row = static_cast<std::size_t>(sq < 0 ? -sq : sq) * sizeof(Out);
+        if (reinterpret_cast<std::uintptr_t>(q) % align == 0 && out_row % align == 0) {
+          for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+            PrefetchStreamInput<true>(x, row_bytes, ahead);
+            const float* pf = a.factor + at;
+            const float* pz = a.zero + at;
+            const float* ps = std::is_same<Out, float>::value ? a.scale + at : nullptr;
+            const std::size_t i = QuantizeBlocks4<Out, Round, kDivide, true>(a, x, q, n, pf[0], pz[0], ps ? ps[0] : 1.0f);
+            if (i < n) QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, pf, pz, ps, nullptr);
+          }
+          return;
+        }
+        for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+          PrefetchStreamInput<true>(x, row_bytes, ahead);
+          QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, a.factor + at, a.zero + at,
+                                                   std::is_same<Out, float>::value ? a.scale + at : nullptr);
+        }
+        return;
+      }
       for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
         QuantizeConstantRun<Out, Round, kDivide>(a, x, q, n, a.factor + at, a.zero + at,
                                                  std::is_same<Out, float>::value ? a.scale + at : nullptr);
