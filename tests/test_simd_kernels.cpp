@@ -160,6 +160,31 @@ TEST_CASE("simd: half-even quantize ignores fesetround's mode where the hardware
           CAPTURE(n);
           QK_CHECK_SAME(got, want, data);
         }
+        // Rows with their own parameters (AVX2 bytes: QuantizeByteRowsAvx2, which takes the
+        // mode's VCVTPS2DQ only while MXCSR rounds to nearest too): per-group blocks of 32 (two
+        // rows per step) and per-channel rows of 64 and 96 (blocks, then a tail), zero points
+        // differing per row.
+        const std::vector<float> data = simd_test::quantize_inputs(4096, scale, 11);
+        for (const qk::Granularity g : {qk::Granularity::per_group(1, 32), qk::Granularity::per_channel(0)}) {
+          for (const std::int64_t len : {std::int64_t{64}, std::int64_t{96}}) {
+            const qk::Dims dims{4032 / len, len};
+            const qk::View<const float> x(data.data(), dims);
+            qk::QuantParams pr = p;
+            pr.granularity = g;
+            const auto count = static_cast<std::size_t>(qk::ParamLayout(dims, g).count());
+            pr.scale.assign(count, scale);
+            pr.zero_point.clear();
+            for (std::size_t i = 0; i < count; ++i)
+              pr.zero_point.push_back(std::min(std::max(zp + static_cast<std::int32_t>(i % 5) - 2, range.qmin), range.qmax));
+            const auto n = static_cast<std::size_t>(dims.product());
+            std::vector<Q> want(n), got(n);
+            qk::ref::quantize(x, pr, qk::View<Q>(want.data(), dims), qk::RoundHalfEven{}, app);
+            qks::quantize(x, pr, qk::View<Q>(got.data(), dims), qk::RoundHalfEven{}, app, &k);
+            CAPTURE(g.to_string());
+            CAPTURE(dims.to_string());
+            QK_CHECK_SAME(got, want, data);
+          }
+        }
       };
       check(std::int8_t{}, 0.25f, -7, simd_test::range_of<std::int8_t>(), qk::ScaleApplicationKind::divide);
       check(std::uint8_t{}, 0.5f, 100, qk::IntRange{10, 200}, qk::ScaleApplicationKind::multiply_by_reciprocal);
