@@ -7,9 +7,11 @@
 
 #include <cfenv>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <hwy/targets.h>
@@ -1099,6 +1101,196 @@ TEST_CASE("simd: the View API rejects bad scales and zero points as the referenc
       }
     }
   }
+}
+
+TEST_CASE("simd: quantize_params converts and checks parameters as the scalar loop, on every target") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // ParamTest rejects the first seven, accepts the last three
+  const float specials[] = {0.0f, -0.0f, -0.5f, nan, -nan, simd_test::kInf, -simd_test::kInf,
+                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), 1e-38f};
+  const qk::IntRange ranges[] = {{-128, 127}, {0, 255}, {-32768, 32767}, {simd_test::kI32Min, 2147483647},
+                                 {5, -5}};  // qmin > qmax: ParamTest's wrapped span, as the loop
+  const auto bits = [](float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> exponent(-30.0f, 30.0f);
+  std::uniform_int_distribution<std::int32_t> any_int(simd_test::kI32Min, 2147483647);
+  std::size_t runs = 0;
+  for_each_target("quantize_params", [&](const qks::Kernels& k) {
+    REQUIRE(static_cast<bool>(k.quantize_params));
+    for (const std::size_t count : {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 33, 64, 65, 300, 1001}) {
+      for (const qk::IntRange& r : ranges) {
+        const qk::detail::ParamTest test(r);
+        std::uniform_int_distribution<std::int32_t> in_range(std::min(r.qmin, r.qmax), std::max(r.qmin, r.qmax));
+        // (where, what): a scale special or a zero point, at the first, a middle and the last index
+        const std::size_t where[] = {0, count / 2, count == 0 ? 0 : count - 1};
+        for (int variant = -1; variant < 14; ++variant) {
+          for (const std::size_t at : where) {
+            if (count == 0 && variant >= 0) continue;
+            std::vector<float> scale(count);
+            std::vector<std::int32_t> zero(count);
+            for (std::size_t i = 0; i < count; ++i) {
+              scale[i] = std::exp2(exponent(rng)) * (1.0f + static_cast<float>(i % 7) / 8.0f);
+              zero[i] = r.qmin <= r.qmax ? in_range(rng) : any_int(rng);
+            }
+            if (variant >= 0 && variant < 10) scale[at] = specials[variant];
+            if (variant == 10) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmin) - 1u);
+            if (variant == 11) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmax) + 1u);
+            if (variant == 12) zero[at] = r.qmin;
+            if (variant == 13) zero[at] = r.qmax;
+            std::uint32_t want_bad = 0;
+            for (std::size_t i = 0; i < count; ++i) want_bad |= test.bad(scale[i], zero[i]);
+            for (const bool reciprocal : {false, true}) {
+              CAPTURE(count);
+              CAPTURE(r.qmin);
+              CAPTURE(r.qmax);
+              CAPTURE(variant);
+              CAPTURE(at);
+              CAPTURE(reciprocal);
+              std::vector<float> zf(count + 1, 42.0f), factor(count + 1, 42.0f);  // one past: untouched
+              qks::QuantizeParamsArgs a;
+              a.scale = scale.data();
+              a.zero_point = zero.data();
+              a.count = count;
+              a.qmin = r.qmin;
+              a.qmax = r.qmax;
+              a.zero = zf.data();
+              a.factor = reciprocal ? factor.data() : nullptr;
+              CHECK((k.quantize_params(a) != 0) == (want_bad != 0));
+              std::size_t differ = 0;
+              for (std::size_t i = 0; i < count; ++i) {
+                differ += bits(zf[i]) != bits(static_cast<float>(zero[i]));
+                if (reciprocal) differ += bits(factor[i]) != bits(1.0f / scale[i]);
+              }
+              CHECK(differ == 0);
+              CHECK(zf[count] == 42.0f);
+              CHECK(factor[reciprocal ? count : 0] == 42.0f);
+              ++runs;
+            }
+          }
+        }
+      }
+    }
+  });
+  CHECK(runs > 1000);
+}
+
+TEST_CASE("simd: per-call parameter arrays come from a per-thread scratch, in stack order") {
+  using qks::detail::ParamArray;
+  using qks::detail::ParamScratch;
+  const auto run_in_fresh_thread = [](auto&& body) {  // a new thread: an empty scratch
+    std::string failure;
+    std::thread t([&] {
+      try {
+        body();
+      } catch (const std::exception& e) {
+        failure = e.what();
+      }
+    });
+    t.join();
+    CHECK(failure.empty());
+  };
+  run_in_fresh_thread([] {
+    ParamScratch& s = ParamScratch::local();
+    CHECK(s.capacity() == 0);
+    { const ParamArray<float> inline_only(ParamArray<float>::kInline); }
+    CHECK(s.capacity() == 0);  // inline: the scratch is not touched
+    constexpr std::size_t n = 1000;
+    constexpr std::size_t block = 4032;  // 4000 bytes, rounded up to 64
+    // One call's arrays: `arrays` of n int32, each filled with its own pattern and checked
+    // while all live (no two share memory); destroyed in reverse (stack) order. Returns how
+    // many came from the scratch.
+    const auto call = [&](int arrays) {
+      std::vector<std::unique_ptr<ParamArray<std::int32_t>>> live;
+      int from_scratch = 0;
+      for (int a = 0; a < arrays; ++a) {
+        const std::size_t before = s.used();
+        live.push_back(std::make_unique<ParamArray<std::int32_t>>(n));
+        from_scratch += s.used() == before + block;
+        CHECK(reinterpret_cast<std::uintptr_t>(live.back()->data()) % alignof(std::int32_t) == 0);
+        for (std::size_t i = 0; i < n; ++i) (*live.back())[i] = a * 100000 + static_cast<std::int32_t>(i);
+      }
+      std::size_t wrong = 0;
+      for (int a = 0; a < arrays; ++a)
+        for (std::size_t i = 0; i < n; ++i) wrong += (*live[a])[i] != a * 100000 + static_cast<std::int32_t>(i);
+      CHECK(wrong == 0);
+      while (!live.empty()) live.pop_back();
+      CHECK(s.used() == 0);
+      return from_scratch;
+    };
+    CHECK(call(9) == 1);  // the first call: the scratch grows for the first array only
+    CHECK(s.capacity() == block);
+    CHECK(call(9) == 9);  // the second: it grew to what the first needed
+    CHECK(s.capacity() == 9 * block);
+    CHECK(call(3) == 3);
+    CHECK(call(9) == 9);
+    CHECK(s.capacity() == 9 * block);  // no growth for what fits
+    CHECK(call(12) == 9);
+    CHECK(call(12) == 12);
+    // past kMaxBytes: the heap, the scratch untouched
+    const std::size_t big = ParamScratch::kMaxBytes / sizeof(float) + 1;
+    {
+      ParamArray<float> a(big);
+      CHECK(s.used() == 0);
+      for (std::size_t i = 0; i < big; ++i) a[i] = static_cast<float>(i);
+      CHECK(a[big - 1] == static_cast<float>(big - 1));
+    }
+    CHECK(s.capacity() == 12 * block);
+  });
+  // Through the front ends, two threads at once with parameter counts that change per call:
+  // quantize by the reciprocal (two arrays), requantize per channel (nine) against the reference.
+  const auto work = [](unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-4.0f, 4.0f);
+    std::size_t differ = 0;
+    for (const std::int64_t groups : {300, 2000, 300, 5000, 2000}) {
+      const qk::Dims dims{groups, 32};
+      const auto n = static_cast<std::size_t>(dims.product());
+      std::vector<float> x(n);
+      for (float& v : x) v = u(rng);
+      qk::QuantParams p;
+      p.granularity = qk::Granularity::per_group(1, 32);
+      p.range = qk::IntRange{-128, 127};
+      p.scale.resize(static_cast<std::size_t>(groups));
+      p.zero_point.resize(static_cast<std::size_t>(groups));
+      for (std::size_t g = 0; g < p.scale.size(); ++g) {
+        p.scale[g] = 0.01f + 0.001f * static_cast<float>(g % 97);
+        p.zero_point[g] = static_cast<std::int32_t>(g % 21) - 10;
+      }
+      std::vector<std::int8_t> got(n), want(n);
+      const qk::View<const float> xv(x.data(), dims, "x");
+      qks::quantize(xv, p, qk::View<std::int8_t>(got.data(), dims), qk::RoundHalfEven{},
+                    qk::ScaleApplicationKind::multiply_by_reciprocal);
+      qk::ref::quantize(xv, p, qk::View<std::int8_t>(want.data(), dims), qk::RoundHalfEven{},
+                        qk::ScaleApplicationKind::multiply_by_reciprocal);
+      differ += static_cast<std::size_t>(got != want);
+      // requantize: one channel per row of 32 accumulators
+      std::vector<std::int32_t> acc(n);
+      for (std::size_t i = 0; i < n; ++i) acc[i] = static_cast<std::int32_t>(rng() % 20001) - 10000;
+      std::vector<double> m(static_cast<std::size_t>(groups));
+      for (std::size_t c = 0; c < m.size(); ++c) m[c] = 0.001 + 0.0001 * static_cast<double>(c % 89);
+      auto rp = qk::RequantParams<qk::FixedPointDoubleRounding>::make(m, qk::IntRange{-128, 127}, 2, "rq");
+      rp.channel_axis = 0;
+      rp.bias.resize(m.size());
+      for (std::size_t c = 0; c < m.size(); ++c) rp.bias[c] = static_cast<std::int32_t>(c % 51) * 40 - 1000;
+      std::vector<std::int8_t> rgot(n), rwant(n);
+      const qk::View<const std::int32_t> av(acc.data(), dims, "acc");
+      qks::requantize(av, rp, qk::View<std::int8_t>(rgot.data(), dims));
+      qk::ref::requantize(av, rp, qk::View<std::int8_t>(rwant.data(), dims));
+      differ += static_cast<std::size_t>(rgot != rwant);
+    }
+    return differ;
+  };
+  std::size_t differ[2] = {99, 99};
+  std::thread t0([&] { differ[0] = work(1); });
+  std::thread t1([&] { differ[1] = work(2); });
+  t0.join();
+  t1.join();
+  CHECK(differ[0] == 0);
+  CHECK(differ[1] == 0);
 }
 
 namespace {

@@ -989,6 +989,20 @@ struct QuantizeArgs {
   bool round_by_csr = false;
 };
 
+// The quantize kernels' per-parameter floats from a call's scales and zero points, and their
+// check, in one pass (the front end's kernel_params for many parameters): zero[i] =
+// float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
+// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified.
+struct QuantizeParamsArgs {
+  const float* scale = nullptr;
+  const std::int32_t* zero_point = nullptr;
+  std::size_t count = 0;
+  std::int32_t qmin = -128, qmax = 127;
+  float* zero = nullptr;
+  float* factor = nullptr;  // nullptr: not written
+};
+
 // x = float(q - zero[p]) * scale[p]
 struct DequantizeArgs {
   Plan plan;
@@ -1116,6 +1130,7 @@ struct Kernels {
   void (*quantize)(const QuantizeArgs&) = nullptr;
   void (*dequantize)(const DequantizeArgs&) = nullptr;
   void (*requantize)(const RequantizeArgs&) = nullptr;
+  std::uint32_t (*quantize_params)(const QuantizeParamsArgs&) = nullptr;  // nonzero: a bad value
   // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
   void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
   void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
@@ -2428,7 +2443,11 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 // loads and stores but no arithmetic at 91 %), and at 109 % prefetching 512 bytes ahead
 // (stream_prefetch_bytes; bench_kernels --qk_stream_prefetch=0|512); requantize 56-65 % ->
 // 99-109 %. NTA: the lines are not kept in L2/L3 (the call evicts them anyway). Not on AVX-512:
-// its kernels reach 113 % of memcpy without it on Zen 5, and it is unmeasured there.
+// on Zen 5 its kernels move 16M elements at 93-123 % of memcpy without it, and with it (the
+// AVX-512 targets let through, one binary, --qk_stream_prefetch=0|512, medians of 3) requantize
+// fell from 9.0 to 6.8 Gelem/s (fixed point) and 10.4 to 8.8 (float), int16 quantize 9.3 to
+// 8.0, fake-quantize 6.8 to 6.0, int8 quantize 10.0 either way; 2048 bytes ahead was no better
+// than none, 8192 only for fixed-point requantize (9.1 -> 10.2).
 //
 // Prefetches the cache lines `ahead` bytes past the `bytes` at p (a block's input) when kStream
 // and ahead != 0. Addresses past the buffer's end are harmless: prefetches do not fault.
@@ -3761,6 +3780,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include <hwy/cache_control.h>
@@ -4572,10 +4592,10 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     }
 #endif
     if (!stream) {  // the lean loop: no stream or stochastic branches per row
-      if (a.stream && a.stream_prefetch != 0) {
+      if (a.stream) {
         // Short rows of a streaming call (per-group blocks of a large tensor): the input comes
-        // from memory as in the long rows, so each row prefetches ahead (RowPrefetchDistance);
-        // non-temporal stores when every vector store is aligned.
+        // from memory as in the long rows, so each row prefetches ahead (RowPrefetchDistance;
+        // none when stream_prefetch is 0); non-temporal stores when every vector store is aligned.
         const std::size_t row_bytes = n * sizeof(float);
         const std::size_t ahead = RowPrefetchDistance(a.stream_prefetch, sx, n);
         const std::size_t align = hn::Lanes(hn::ScalableTag<float>()) * sizeof(float);  // a vector
@@ -4657,6 +4677,50 @@ inline void Quantize(const QuantizeArgs& a) {
     case ElemType::i32: QuantizeTo<std::int32_t>(a); return;
     case ElemType::f32: QuantizeTo<float>(a); return;
   }
+}
+
+// ------------------------------ Parameters
+
+// QuantizeParamsArgs (abi.hpp): per-channel and per-group calls convert their parameters on
+// every call, and the front end's scalar loop (SSE2 at best: it is compiled for the baseline)
+// was 9 % of a per-group-32 quantize of 16K values on Zen 5. The tail is that loop, so every
+// target checks with quantkit::detail::ParamTest's formula.
+template <bool kFactor>
+HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const std::size_t N = hn::Lanes(d);
+  const auto positive = hn::Zero(d);
+  const auto fmax = hn::Set(d, std::numeric_limits<float>::max());
+  const auto one = hn::Set(d, 1.0f);
+  const auto all = hn::Set(du, ~std::uint32_t{0});
+  const quantkit::detail::ParamTest test(IntRange{a.qmin, a.qmax});
+  const auto lo = hn::Set(du, test.lo);
+  const auto span = hn::Set(du, test.span);
+  auto bad = hn::Zero(du);
+  std::size_t i = 0;
+  for (; i + N <= a.count; i += N) {
+    const auto s = hn::LoadU(d, a.scale + i);
+    const auto z = hn::LoadU(di, a.zero_point + i);
+    hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
+    if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
+    // !(s > 0) | !(s <= FLT_MAX): NaN fails both
+    const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    bad = hn::Or(bad, hn::AndNot(hn::BitCast(du, ok), all));
+    bad = hn::Or(bad, hn::VecFromMask(du, hn::Gt(hn::Sub(hn::BitCast(du, z), lo), span)));
+  }
+  std::uint32_t tail = 0;
+  for (; i < a.count; ++i) {
+    a.zero[i] = static_cast<float>(a.zero_point[i]);
+    if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
+    tail |= test.bad(a.scale[i], a.zero_point[i]);
+  }
+  return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
+}
+
+inline std::uint32_t QuantizeParams(const QuantizeParamsArgs& a) {
+  return a.factor != nullptr ? QuantizeParamsLoop<true>(a) : QuantizeParamsLoop<false>(a);
 }
 
 // ------------------------------ Dequantize
@@ -6029,14 +6093,17 @@ inline bool FloatStepApplies(float m, std::int32_t lo_off, std::int32_t hi_off) 
   return std::isfinite(m) && FloatBoundsExact(lo_off, hi_off);
 }
 
+// kSide 3: both bounds of BiasClamp (rows of a call whose biases have both signs: see
+// RowsBiasSide).
 template <class DI, class Round, int kSide, bool kLow>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
+  V xb, xb2, bias, lo;  // xb: the bound of BiasClamp on the bias's side (kSide 3: the upper)
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
       : xb(hn::Set(di, kSide == 2 ? BiasClamp(b).lo : BiasClamp(b).hi)),
+        xb2(hn::Set(di, BiasClamp(b).lo)),
         bias(hn::Set(di, b)),
         lo(hn::Set(di, lo_off)),
         m(hn::Set(hn::RebindToFloat<DI>(), mult)),
@@ -6046,6 +6113,7 @@ struct FloatStep {
     V v = hn::LoadU(di, p);
     if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xb), bias);
+    if constexpr (kSide == 3) v = hn::Add(hn::Min(hn::Max(v, xb2), xb), bias);
     const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
     V r;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -6231,12 +6299,25 @@ HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q,
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
+// The side of the accumulator clamp (BiasClamp) for all `count` rows of a call (parameters at,
+// at + dat, ...), decided once instead of per row: 0 every bias is 0, 1 all >= 0, 2 all <= 0,
+// 3 both signs. A branch per row on its bias's sign mispredicts with the signs of a real layer:
+// on Zen 5 (bench_kernels, per channel 4K, rows of 64) fixed-point requantize ran at 8.2-8.8
+// Gelem/s in the processes whose predictor learnt the benchmark's 64-row pattern and at 5.3 in
+// the others.
+inline int RowsBiasSide(const std::int32_t* bias, std::int64_t at, std::int64_t dat, std::size_t count) {
+  bool pos = false, neg = false;
+  for (std::size_t k = 0; k < count; ++k, at += dat) {
+    pos |= bias[at] > 0;
+    neg |= bias[at] < 0;
+  }
+  return pos && neg ? 3 : neg ? 2 : pos ? 1 : 0;
+}
+
 // Float scheme, no streaming, rows of at least one block: the call's constants (clamp, zero
 // point, store) set up once, each row's multiplier and bias in the loop (per-row setup through
-// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side per row (as
-// FixedPointRows: clamping both sides instead, with no branch, measured slower, 15.3 against
-// 17.3 Gelem/s at 4K). A non-finite multiplier's row and what a row's blocks leave go out of
-// line.
+// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side for the call
+// (RowsBiasSide). A non-finite multiplier's row and what a row's blocks leave go out of line.
 template <class Out, class Round>
 HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -6245,28 +6326,41 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
   const std::int32_t hi_off = a.hi - a.zero_point;
   const float* HWY_RESTRICT kf = a.kf;
   const std::int32_t* HWY_RESTRICT kb = a.bias;
-  // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
-  WithFloatStore<Out>(a, [&](auto low, const auto& store) {
-    const std::int32_t* xr = x;
-    Out* qr = q;
-    std::int64_t p = at;
-    for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
-      const float m = kf[p];
-      if (!std::isfinite(m)) {
-        RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
-        continue;
+  const hn::ScalableTag<std::int32_t> di;
+  using DI = decltype(di);
+  const auto rows = [&](auto side) {
+    constexpr int kSide = decltype(side)::value;
+    // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
+    WithFloatStore<Out>(a, [&](auto low, const auto& store) {
+      constexpr bool kLow = decltype(low)::value;
+      const std::int32_t* xr = x;
+      Out* qr = q;
+      std::int64_t p = at;
+      for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
+        const float m = kf[p];
+        if (!std::isfinite(m)) {
+          RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
+          continue;
+        }
+        const std::size_t i =
+            StepBlocks4<Out>(di, a, FloatStep<DI, Round, kSide, kLow>(di, m, kb[p], lo_off, hi_off), store, xr, qr, n);
+        if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
       }
-      const std::size_t i =
-          FloatSideBlocks4<Out, Round, decltype(low)::value>(a, m, kb[p], lo_off, hi_off, store, xr, qr, n);
-      if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
-    }
-  });
+    });
+  };
+  switch (RowsBiasSide(kb, at, dat, count)) {
+    case 0: return rows(std::integral_constant<int, 0>());
+    case 1: return rows(std::integral_constant<int, 1>());
+    case 2: return rows(std::integral_constant<int, 2>());
+    default: return rows(std::integral_constant<int, 3>());
+  }
 }
 
 // Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
 // loop (the call's constants stay in registers; a table of the rows' constants made first
-// measured slower); rows the fast path does not take, and what a row's blocks leave, go out
-// of line.
+// measured slower); the side of the accumulator clamp for the call (RowsBiasSide: one bound
+// when every bias has one sign, else both); rows the fast path does not take, and what a
+// row's blocks leave, go out of line.
 template <class Out, bool kClamp>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -6276,16 +6370,22 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
-  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
-    const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
-    if (!f.ok) {
-      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
-      continue;
+  const auto rows = [&](auto side) {
+    constexpr int kSide = decltype(side)::value;  // FixedPointStep's: 0 both bounds
+    for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+      const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
+      if (!f.ok) {
+        RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
+        continue;
+      }
+      const std::size_t i = FixedPointBlocks4<Out, kClamp, kSide>(a, f, x, q, n);
+      if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
     }
-    // one bound of the accumulator clamp per row: the side of its bias
-    const std::size_t i = kb[at] < 0 ? FixedPointBlocks4<Out, kClamp, 2>(a, f, x, q, n)
-                                     : FixedPointBlocks4<Out, kClamp, 1>(a, f, x, q, n);
-    if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
+  };
+  switch (RowsBiasSide(kb, at, dat, count)) {
+    case 3: return rows(std::integral_constant<int, 0>());
+    case 2: return rows(std::integral_constant<int, 2>());
+    default: return rows(std::integral_constant<int, 1>());  // all >= 0 (0: the upper bound is INT32_MAX)
   }
 }
 
@@ -6570,6 +6670,7 @@ const Kernels* GetKernelsT() {
     k.quantize = &Quantize;
     k.dequantize = &Dequantize;
     k.requantize = &Requantize;
+    k.quantize_params = &QuantizeParams;
     k.pack = &Pack;
     k.unpack = &Unpack;
     k.minmax = &MinMax;
@@ -6693,6 +6794,123 @@ std::vector<const Kernels*> available_kernels() {
 }  // namespace quantkit
 #endif  // QUANTKIT_SINGLE_QUANTKIT_SIMD_DISPATCH_HPP_
 // ---- end quantkit/simd/dispatch.hpp ----
+// ---- begin quantkit/simd/param_array.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_SIMD_PARAM_ARRAY_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_SIMD_PARAM_ARRAY_HPP_
+// Per-call parameter arrays of the SIMD front ends (quantkit/simd/api.hpp): the kernels' scale
+// factors and float zero points, the requantization constants. Per-channel and per-group
+// parameters are converted on every call, so where their memory comes from is part of the
+// call's cost: inline (on the stack) up to ParamArray::kInline values, else from the calling
+// thread's ParamScratch, and from the heap only past ParamScratch::kMaxBytes.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace quantkit {
+namespace simd {
+namespace detail {
+
+// A thread's scratch memory for ParamArrays, taken and given back in stack order (ParamArrays
+// are locals of one call). A heap allocation per array per call (std::vector: malloc, zero
+// fill, free) was ~6 % of a per-group-32 quantize of 16K values (512 groups) on Zen 5, and
+// requantize makes nine arrays per call for a layer of more than 256 channels.
+//
+// The scratch cannot move while arrays live in it: a take that does not fit then returns
+// nullptr (the array goes to the heap) and counts toward what the call needed, so that the
+// next call's first take grows the scratch to that: from the second call of a size on, no
+// array allocates.
+class ParamScratch {
+ public:
+  static constexpr std::size_t kAlign = 64;               // every array starts on a cache line
+  static constexpr std::size_t kMaxBytes = std::size_t{4} << 20;  // kept per thread at most
+
+  static ParamScratch& local() {
+    static thread_local ParamScratch scratch;
+    return scratch;
+  }
+
+  // `bytes` (a multiple of kAlign) of kAlign-aligned memory, or nullptr when the caller must
+  // allocate them itself. Give them back (give_back) before any block taken earlier.
+  void* take(std::size_t bytes) {
+    const std::size_t end = used_ + bytes;
+    if (bytes > kMaxBytes || end > kMaxBytes) return nullptr;  // too large to keep per thread
+    if (used_ == 0) {  // a call's first array: make room for what the last calls needed
+      missed_ = 0;
+      if (end > peak_) peak_ = end;
+      if (capacity_ < peak_) grow(peak_);
+    }
+    const std::size_t need = end + missed_;  // with the call's arrays that went to the heap
+    if (need > peak_) peak_ = need < kMaxBytes ? need : kMaxBytes;
+    if (end > capacity_) {  // arrays live in the scratch: it cannot move now
+      missed_ += bytes;
+      return nullptr;
+    }
+    void* p = base_ + used_;
+    used_ = end;
+    return p;
+  }
+  void give_back(std::size_t bytes) { used_ -= bytes; }
+
+  std::size_t capacity() const { return capacity_; }
+  std::size_t used() const { return used_; }
+
+ private:
+  void grow(std::size_t bytes) {
+    std::unique_ptr<unsigned char[]> fresh(new unsigned char[bytes + kAlign - 1]);
+    const auto at = reinterpret_cast<std::uintptr_t>(fresh.get());
+    base_ = fresh.get() + (kAlign - at % kAlign) % kAlign;
+    memory_ = std::move(fresh);
+    capacity_ = bytes;
+  }
+
+  std::unique_ptr<unsigned char[]> memory_;
+  unsigned char* base_ = nullptr;
+  std::size_t capacity_ = 0, used_ = 0;
+  std::size_t peak_ = 0;    // the most one call took (capped at kMaxBytes)
+  std::size_t missed_ = 0;  // bytes of this call's arrays that went to the heap
+};
+
+// Parameters per parameter index, T trivial (float, std::int32_t), written before being read
+// (no initialization): inline up to kInline of them (per tensor, and the channels of most
+// layers), else in the thread's ParamScratch, else on the heap.
+template <class T>
+class ParamArray {
+ public:
+  static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
+
+  explicit ParamArray(std::size_t n) : data_(inline_) {
+    if (n <= kInline) return;
+    const std::size_t bytes = (n * sizeof(T) + ParamScratch::kAlign - 1) / ParamScratch::kAlign * ParamScratch::kAlign;
+    if (void* p = ParamScratch::local().take(bytes)) {
+      data_ = static_cast<T*>(p);
+      scratch_bytes_ = bytes;
+      return;
+    }
+    heap_.reset(new T[n]);  // default-initialized: no zero fill
+    data_ = heap_.get();
+  }
+  ~ParamArray() {
+    if (scratch_bytes_ != 0) ParamScratch::local().give_back(scratch_bytes_);
+  }
+  ParamArray(const ParamArray&) = delete;
+  ParamArray& operator=(const ParamArray&) = delete;
+
+  T* data() { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+
+ private:
+  T inline_[kInline];  // written before being read: no initialization
+  std::unique_ptr<T[]> heap_;
+  T* data_;
+  std::size_t scratch_bytes_ = 0;
+};
+
+}  // namespace detail
+}  // namespace simd
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_SIMD_PARAM_ARRAY_HPP_
+// ---- end quantkit/simd/param_array.hpp ----
 
 namespace quantkit {
 namespace simd {
@@ -6797,54 +7015,6 @@ DequantizeParams dequantize_params(const QuantParams& p) {
   }
   if (uncovered != 0) return DequantizeParams::reference;
   return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
-}
-
-// Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
-// most layers: no allocation per call), on the heap beyond.
-template <class T>
-class ParamArray {
- public:
-  static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
-  explicit ParamArray(std::size_t n) : data_(inline_) {
-    if (n > kInline) {
-      heap_.resize(n);
-      data_ = heap_.data();
-    }
-  }
-  ParamArray(const ParamArray&) = delete;
-  ParamArray& operator=(const ParamArray&) = delete;
-  T* data() { return data_; }
-  T& operator[](std::size_t i) { return data_[i]; }
-
- private:
-  T inline_[kInline];  // written before being read: no initialization
-  std::vector<T> heap_;
-  T* data_;
-};
-
-// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
-// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
-// same branch-free pass the values' check (QuantParams::validate's): returns false when a
-// scale is not finite and > 0 or a zero point lies outside r. Plain loops over local pointers:
-// they vectorize (per-channel and per-group parameters are converted on every call).
-inline bool kernel_params(ScaleApplicationKind application, const float* scales,
-                          const std::int32_t* zero_points, std::size_t count, IntRange r,
-                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf) {
-  float* z = zero.data();
-  const quantkit::detail::ParamTest test(r);
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    z[i] = static_cast<float>(zero_points[i]);
-    bad |= test.bad(scales[i], zero_points[i]);
-  }
-  if (application == ScaleApplicationKind::divide) {
-    pf = scales;
-  } else {
-    float* f = factor.data();
-    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
-    pf = f;
-  }
-  return bad == 0;
 }
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
@@ -7057,6 +7227,44 @@ F pick(const Kernels* kernels, F Kernels::*member, typename NonDeduced<F>::type 
 #define QUANTKIT_SIMD_STATIC_FN(name) &HWY_STATIC_DISPATCH(name)
 #endif
 
+// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
+// same branch-free pass the values' check (QuantParams::validate's): returns false when a
+// scale is not finite and > 0 or a zero point lies outside r. Per-channel and per-group
+// parameters are converted on every call: more than one go through the target's
+// quantize_params kernel (vectors of the target's width; this loop is compiled for the
+// baseline), one (per tensor) through the loop here.
+inline bool kernel_params(ScaleApplicationKind application, const float* scales,
+                          const std::int32_t* zero_points, std::size_t count, IntRange r,
+                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf,
+                          const Kernels* kernels) {
+  const bool reciprocal = application != ScaleApplicationKind::divide;
+  pf = reciprocal ? factor.data() : scales;
+  if (count > 1) {
+    QuantizeParamsArgs a;
+    a.scale = scales;
+    a.zero_point = zero_points;
+    a.count = count;
+    a.qmin = r.qmin;
+    a.qmax = r.qmax;
+    a.zero = zero.data();
+    a.factor = reciprocal ? factor.data() : nullptr;
+    return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
+  }
+  float* z = zero.data();
+  const quantkit::detail::ParamTest test(r);
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    z[i] = static_cast<float>(zero_points[i]);
+    bad |= test.bad(scales[i], zero_points[i]);
+  }
+  if (reciprocal) {
+    float* f = factor.data();
+    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+  }
+  return bad == 0;
+}
+
 }  // namespace detail
 
 // ==================================================================== View API
@@ -7082,7 +7290,8 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
     const float* pf = nullptr;
-    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
+                                kernels))
       p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
@@ -7121,7 +7330,8 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
     const float* pf = nullptr;
-    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
+                                kernels))
       p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
@@ -7500,7 +7710,7 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
   ParamArray<float> factor(count), zero(count);
   const float* pf = nullptr;
-  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf))
+  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf, kernels))
     fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   QuantizeArgs a;
   write_plan(a.plan);

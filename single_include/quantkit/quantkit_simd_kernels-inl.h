@@ -976,6 +976,20 @@ struct QuantizeArgs {
   bool round_by_csr = false;
 };
 
+// The quantize kernels' per-parameter floats from a call's scales and zero points, and their
+// check, in one pass (the front end's kernel_params for many parameters): zero[i] =
+// float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
+// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified.
+struct QuantizeParamsArgs {
+  const float* scale = nullptr;
+  const std::int32_t* zero_point = nullptr;
+  std::size_t count = 0;
+  std::int32_t qmin = -128, qmax = 127;
+  float* zero = nullptr;
+  float* factor = nullptr;  // nullptr: not written
+};
+
 // x = float(q - zero[p]) * scale[p]
 struct DequantizeArgs {
   Plan plan;
@@ -1103,6 +1117,7 @@ struct Kernels {
   void (*quantize)(const QuantizeArgs&) = nullptr;
   void (*dequantize)(const DequantizeArgs&) = nullptr;
   void (*requantize)(const RequantizeArgs&) = nullptr;
+  std::uint32_t (*quantize_params)(const QuantizeParamsArgs&) = nullptr;  // nonzero: a bad value
   // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
   void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
   void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
@@ -1378,7 +1393,11 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 // loads and stores but no arithmetic at 91 %), and at 109 % prefetching 512 bytes ahead
 // (stream_prefetch_bytes; bench_kernels --qk_stream_prefetch=0|512); requantize 56-65 % ->
 // 99-109 %. NTA: the lines are not kept in L2/L3 (the call evicts them anyway). Not on AVX-512:
-// its kernels reach 113 % of memcpy without it on Zen 5, and it is unmeasured there.
+// on Zen 5 its kernels move 16M elements at 93-123 % of memcpy without it, and with it (the
+// AVX-512 targets let through, one binary, --qk_stream_prefetch=0|512, medians of 3) requantize
+// fell from 9.0 to 6.8 Gelem/s (fixed point) and 10.4 to 8.8 (float), int16 quantize 9.3 to
+// 8.0, fake-quantize 6.8 to 6.0, int8 quantize 10.0 either way; 2048 bytes ahead was no better
+// than none, 8192 only for fixed-point requantize (9.1 -> 10.2).
 //
 // Prefetches the cache lines `ahead` bytes past the `bytes` at p (a block's input) when kStream
 // and ahead != 0. Addresses past the buffer's end are harmless: prefetches do not fault.
@@ -2711,11 +2730,590 @@ HWY_AFTER_NAMESPACE();
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include <hwy/cache_control.h>
 #include <hwy/highway.h>
 
+// ---- begin quantkit/params.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_PARAMS_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_PARAMS_HPP_
+// QuantParams — scales and zero points — and computing them from observed ranges.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+// ---- begin quantkit/policy/convention.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_CONVENTION_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_POLICY_CONVENTION_HPP_
+// Conventions: the exact arithmetic a peer uses to turn a (min, max) range into
+// (scale, zero point). They agree on the idea and differ in precision, rounding of the zero
+// point and degenerate cases — which is what makes results bit-different. Formulas and the
+// peer source each follows are in compute_qparams() (quantkit/params.hpp).
+
+
+namespace quantkit {
+
+enum class ConventionKind { pytorch, onnxruntime, onnx, tflite };
+
+inline const char* to_string(ConventionKind c) {
+  switch (c) {
+    case ConventionKind::pytorch: return "pytorch";
+    case ConventionKind::onnxruntime: return "onnxruntime";
+    case ConventionKind::onnx: return "onnx";
+    case ConventionKind::tflite: return "tflite";
+  }
+  return "?";
+}
+
+// torch.ao.quantization observers' _calculate_qparams: float32 arithmetic, scale >= float32
+// epsilon, zero point qmin - round_half_even(min / scale) clamped.
+struct PyTorchConvention {
+  using category = quantkit::category::convention;
+  static constexpr ConventionKind kind = ConventionKind::pytorch;
+};
+// onnxruntime.quantization.quant_utils.compute_scale_zp: float64 scale rounded to float32,
+// scale below FLT_MIN gives (1, 0), zero point round_half_even(qmin - min / scale).
+struct OnnxRuntimeConvention {
+  using category = quantkit::category::convention;
+  static constexpr ConventionKind kind = ConventionKind::onnxruntime;
+};
+// ONNX DynamicQuantizeLinear generalised to any format: float32, max == min gives (1, 0),
+// zero point round_half_even(saturate(qmin - min / scale)).
+struct OnnxConvention {
+  using category = quantkit::category::convention;
+  static constexpr ConventionKind kind = ConventionKind::onnx;
+};
+// TFLite ChooseQuantizationParams: float64, zero point nudged from the end with the smaller
+// error, rounded half away from zero; the point range {0} gives (1, 0) (TFLite: scale 0,
+// which cannot quantize — documented deviation).
+struct TFLiteConvention {
+  using category = quantkit::category::convention;
+  static constexpr ConventionKind kind = ConventionKind::tflite;
+};
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_CONVENTION_HPP_
+// ---- end quantkit/policy/convention.hpp ----
+// ---- begin quantkit/policy/format.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_FORMAT_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_POLICY_FORMAT_HPP_
+// Integer formats: bit width, signedness, narrow range, storage type.
+
+#include <cstdint>
+#include <type_traits>
+
+
+namespace quantkit {
+namespace detail {
+
+template <int Bits, bool Signed>
+struct default_storage {
+  static_assert(Bits >= 2 && Bits <= 16,
+                "Unimplemented: quantkit integer formats have 2..16 bits; "
+                "use IntFormat<2..16> (int32 appears only as an accumulator)");
+  using type = std::conditional_t<(Bits <= 8), std::conditional_t<Signed, std::int8_t, std::uint8_t>,
+                                  std::conditional_t<Signed, std::int16_t, std::uint16_t>>;
+};
+
+}  // namespace detail
+
+// Bits: 2..16. Signed: two's complement range, else [0, 2^Bits - 1].
+// Narrow: symmetric signed range without the most negative value ([-127, 127] for 8 bits),
+// as TFLite's int8 weights and ONNX Runtime's restricted symmetric ranges use.
+// Storage: the integer type one unpacked value lives in; 2- and 4-bit values may also be
+// packed into bytes (low bits first, ONNX order) by quantize_packed().
+template <int Bits, bool Signed = true, bool Narrow = false,
+          class Storage = typename detail::default_storage<Bits, Signed>::type>
+struct IntFormat {
+  static_assert(Bits >= 2 && Bits <= 16,
+                "Unimplemented: quantkit integer formats have 2..16 bits; "
+                "use IntFormat<2..16> (int32 appears only as an accumulator)");
+  static_assert(std::is_integral_v<Storage> && !std::is_same_v<Storage, bool>,
+                "IntFormat: Storage must be an integer type (e.g. std::int8_t)");
+  static_assert(int(sizeof(Storage)) * 8 - (std::is_signed_v<Storage> ? 1 : 0) >=
+                    Bits - (Signed ? 1 : 0),
+                "IntFormat: the Storage type is too small for this bit width; "
+                "use a wider Storage (std::int16_t for 9..16 bits) or fewer Bits");
+  static_assert(Signed || !Narrow,
+                "IntFormat: narrow range is defined for signed formats only "
+                "(it drops -2^(Bits-1)); use Narrow = false with unsigned formats");
+  static_assert(!Signed || std::is_signed_v<Storage>,
+                "IntFormat: a signed format needs a signed Storage type");
+
+  using category = quantkit::category::format;
+  using storage_type = Storage;
+  static constexpr int bits = Bits;
+  static constexpr bool is_signed = Signed;
+  static constexpr bool narrow = Narrow;
+  static constexpr std::int32_t qmin =
+      Signed ? -(std::int32_t{1} << (Bits - 1)) + (Narrow ? 1 : 0) : 0;
+  static constexpr std::int32_t qmax =
+      Signed ? (std::int32_t{1} << (Bits - 1)) - 1 : (std::int32_t{1} << Bits) - 1;
+  // Sub-byte widths that divide 8 can be packed, values_per_byte to a byte.
+  static constexpr bool packable = (Bits == 2 || Bits == 4);
+  static constexpr int values_per_byte = packable ? 8 / Bits : 1;
+};
+
+template <int Bits, bool Narrow = false>
+using Int = IntFormat<Bits, true, Narrow>;
+template <int Bits>
+using UInt = IntFormat<Bits, false, false>;
+
+using Int8 = Int<8>;
+using Int8Narrow = Int<8, true>;
+using UInt8 = UInt<8>;
+using Int16 = Int<16>;
+using UInt16 = UInt<16>;
+using Int4 = Int<4>;
+using UInt4 = UInt<4>;
+using Int2 = Int<2>;
+using UInt2 = UInt<2>;
+
+template <class T, class = void>
+struct is_format : std::false_type {};
+template <class T>
+struct is_format<T, std::enable_if_t<std::is_same_v<typename T::category, category::format>>>
+    : std::true_type {};
+
+// Runtime description of an integer range, used where formats are chosen at run time (CLI,
+// ONNX adapter) and by the reference functions.
+struct IntRange {
+  std::int32_t qmin = -128;
+  std::int32_t qmax = 127;
+
+  template <class Format>
+  static constexpr IntRange of() {
+    return IntRange{Format::qmin, Format::qmax};
+  }
+  constexpr std::int64_t levels() const { return std::int64_t{qmax} - qmin; }
+};
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_FORMAT_HPP_
+// ---- end quantkit/policy/format.hpp ----
+// ---- begin quantkit/policy/granularity.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_GRANULARITY_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_POLICY_GRANULARITY_HPP_
+// Granularity: how many (scale, zero point) pairs a tensor gets, and along which axis.
+
+#include <cstdint>
+#include <string>
+
+
+namespace quantkit {
+
+enum class GranularityKind { per_tensor, per_channel, per_group };
+
+// Runtime form, carried by QuantParams. axis may be negative (counted from the last axis).
+struct Granularity {
+  GranularityKind kind = GranularityKind::per_tensor;
+  int axis = 0;
+  std::int64_t block_size = 0;  // per_group only
+
+  static constexpr Granularity per_tensor() { return {}; }
+  static constexpr Granularity per_channel(int axis) {
+    return {GranularityKind::per_channel, axis, 0};
+  }
+  static constexpr Granularity per_group(int axis, std::int64_t block_size) {
+    return {GranularityKind::per_group, axis, block_size};
+  }
+  friend constexpr bool operator==(const Granularity& a, const Granularity& b) {
+    return a.kind == b.kind && (a.kind == GranularityKind::per_tensor ||
+                                (a.axis == b.axis && a.block_size == b.block_size));
+  }
+  friend constexpr bool operator!=(const Granularity& a, const Granularity& b) { return !(a == b); }
+  std::string to_string() const {
+    switch (kind) {
+      case GranularityKind::per_tensor: return "per-tensor";
+      case GranularityKind::per_channel: return "per-channel(axis " + std::to_string(axis) + ")";
+      case GranularityKind::per_group:
+        return "per-group(axis " + std::to_string(axis) + ", block " + std::to_string(block_size) +
+               ")";
+    }
+    return "?";
+  }
+};
+
+struct PerTensor {
+  using category = quantkit::category::granularity;
+  static constexpr Granularity value() { return Granularity::per_tensor(); }
+  template <int Rank>
+  static constexpr void check_rank() {}
+};
+
+// One (scale, zero point) per index along Axis; a negative Axis counts from the last axis.
+template <int Axis>
+struct PerChannel {
+  using category = quantkit::category::granularity;
+  static constexpr int axis = Axis;
+  static constexpr Granularity value() { return Granularity::per_channel(Axis); }
+  template <int Rank>
+  static constexpr void check_rank() {
+    static_assert(Rank < 0 || (Axis < Rank && Axis >= -Rank),
+                  "PerChannel<Axis>: the tensor's rank has no such axis; "
+                  "use an axis in [-rank, rank) (e.g. PerChannel<0> for output channels)");
+  }
+};
+
+// One (scale, zero point) per block of BlockSize consecutive indices along Axis
+// (ONNX opset-21 blocked quantization; the last block may be shorter).
+template <int Axis, std::int64_t BlockSize>
+struct PerGroup {
+  static_assert(BlockSize > 0,
+                "PerGroup<Axis, BlockSize>: BlockSize must be positive (e.g. 32, 64 or 128)");
+  using category = quantkit::category::granularity;
+  static constexpr int axis = Axis;
+  static constexpr std::int64_t block_size = BlockSize;
+  static constexpr Granularity value() { return Granularity::per_group(Axis, BlockSize); }
+  template <int Rank>
+  static constexpr void check_rank() {
+    static_assert(Rank < 0 || (Axis < Rank && Axis >= -Rank),
+                  "PerGroup<Axis, BlockSize>: the tensor's rank has no such axis; "
+                  "use an axis in [-rank, rank)");
+  }
+};
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_GRANULARITY_HPP_
+// ---- end quantkit/policy/granularity.hpp ----
+// ---- begin quantkit/policy/symmetry.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_SYMMETRY_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_POLICY_SYMMETRY_HPP_
+// Symmetry: whether the zero point is free (affine) or fixed at the middle of the range.
+
+
+namespace quantkit {
+
+enum class SymmetryKind { affine, symmetric, symmetric_restricted };
+
+inline const char* to_string(SymmetryKind s) {
+  switch (s) {
+    case SymmetryKind::affine: return "affine";
+    case SymmetryKind::symmetric: return "symmetric";
+    case SymmetryKind::symmetric_restricted: return "symmetric-restricted";
+  }
+  return "?";
+}
+
+// scale = (max - min) / (qmax - qmin), zero point chosen so that 0.0 is exact.
+struct Affine {
+  using category = quantkit::category::symmetry;
+  static constexpr SymmetryKind kind = SymmetryKind::affine;
+};
+
+// PyTorch's symmetric: scale = max(|min|, |max|) / ((qmax - qmin) / 2) — 127.5 for int8 —
+// over the full range; zero point 0 (signed) or the middle of the range (unsigned).
+struct Symmetric {
+  using category = quantkit::category::symmetry;
+  static constexpr SymmetryKind kind = SymmetryKind::symmetric;
+};
+
+// ONNX Runtime / TFLite symmetric: signed formats lose their most negative value
+// ([-127, 127] for int8) and scale = max(|min|, |max|) / qmax. Unsigned formats are unchanged
+// (same as Symmetric).
+struct SymmetricRestricted {
+  using category = quantkit::category::symmetry;
+  static constexpr SymmetryKind kind = SymmetryKind::symmetric_restricted;
+};
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_SYMMETRY_HPP_
+// ---- end quantkit/policy/symmetry.hpp ----
+
+namespace quantkit {
+
+// An observed real range. `empty()` until something was observed.
+struct Range {
+  float min = std::numeric_limits<float>::infinity();
+  float max = -std::numeric_limits<float>::infinity();
+  bool empty() const { return !(min <= max); }
+  void include(float v) {
+    min = std::min(min, v);
+    max = std::max(max, v);
+  }
+  void include(const Range& r) {
+    if (r.empty()) return;
+    include(r.min);
+    include(r.max);
+  }
+  friend bool operator==(const Range& a, const Range& b) { return a.min == b.min && a.max == b.max; }
+};
+
+namespace detail {
+// The branch-free test of one scale and zero point, for loops that vectorize: 1 when the scale
+// is not finite and > 0 or the zero point lies outside [lo, lo + span] (unsigned: z - lo wraps
+// past span exactly then), else 0.
+struct ParamTest {
+  std::uint32_t lo, span;
+  explicit ParamTest(IntRange r)
+      : lo(static_cast<std::uint32_t>(r.qmin)), span(static_cast<std::uint32_t>(r.qmax) - static_cast<std::uint32_t>(r.qmin)) {}
+  std::uint32_t bad(float scale, std::int32_t zero_point) const {
+    return static_cast<std::uint32_t>(!(scale > 0.0f)) |
+           static_cast<std::uint32_t>(!(scale <= std::numeric_limits<float>::max())) |
+           static_cast<std::uint32_t>(static_cast<std::uint32_t>(zero_point) - lo > span);
+  }
+};
+
+// Whether every scale is finite and > 0 and every zero point lies in r: one branch-free pass.
+inline bool params_valid(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r) {
+  const ParamTest test(r);
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) bad |= test.bad(scales[i], zero_points[i]);
+  return bad == 0;
+}
+}  // namespace detail
+
+// Scales and zero points of one tensor: one pair per tensor, per channel, or per block
+// (blocks in row-major order of the tensor's shape with the quantized axis divided into
+// ceil(extent / block_size) blocks — ONNX's blocked layout).
+struct QuantParams {
+  std::vector<float> scale{1.0f};
+  std::vector<std::int32_t> zero_point{0};
+  Granularity granularity = Granularity::per_tensor();
+  IntRange range{};  // the integer range values are clamped to (restricted where asked)
+
+  std::size_t size() const { return scale.size(); }
+
+  // Checks what every quantize/dequantize relies on: as many zero points as scales, finite
+  // positive scales, zero points inside the range.
+  void validate(const std::string& tensor_name = {}) const {
+    validate_counts(tensor_name);
+    if (values_valid()) return;
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
+    for (std::size_t i = 0; i < scale.size(); ++i) {
+      if (!(scale[i] > 0.0f) || !std::isfinite(scale[i]))
+        detail::fail(what(), ": scale[", i, "] is ", scale[i], "; expected a finite value > 0");
+      if (zero_point[i] < range.qmin || zero_point[i] > range.qmax)
+        detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
+                     range.qmin, ", ", range.qmax, "]");
+    }
+  }
+
+  // The checks of validate() that do not read every parameter: counts and the range. The SIMD
+  // front ends check the values in the pass that converts them for the kernels.
+  void validate_counts(const std::string& tensor_name = {}) const {
+    // the name is formatted only on failure: this runs on every kernel call
+    const auto what = [&] { return detail::describe_tensor(tensor_name); };
+    if (scale.empty())
+      detail::fail(what(), ": quantization parameters have no scale; expected at least one");
+    if (scale.size() != zero_point.size())
+      detail::fail(what(), ": found ", scale.size(), " scales and ", zero_point.size(),
+                   " zero points; expected the same count");
+    if (range.qmin >= range.qmax)
+      detail::fail(what(), ": integer range [", range.qmin, ", ", range.qmax,
+                   "] is empty; expected qmin < qmax");
+    if (granularity.kind == GranularityKind::per_tensor && scale.size() != 1)
+      detail::fail(what(), ": per-tensor parameters hold ", scale.size(), " scales; expected 1");
+  }
+
+  // Whether every scale is finite and > 0 and every zero point inside the range (counts
+  // checked first): one branch-free pass (it vectorizes: per-channel parameters are checked on
+  // every call).
+  bool values_valid() const { return detail::params_valid(scale.data(), zero_point.data(), scale.size(), range); }
+};
+
+// What to do with NaN/Inf in the data an observer sees or a range is computed from.
+enum class NonFiniteKind { reject, ignore };
+struct RejectNonFinite {
+  using category = quantkit::category::nonfinite;
+  static constexpr NonFiniteKind kind = NonFiniteKind::reject;
+};
+struct IgnoreNonFinite {
+  using category = quantkit::category::nonfinite;
+  static constexpr NonFiniteKind kind = NonFiniteKind::ignore;
+};
+
+// The range values are clamped to: the format's, with the most negative value dropped for
+// SymmetricRestricted on signed formats.
+constexpr IntRange effective_range(IntRange format_range, SymmetryKind symmetry) {
+  if (symmetry == SymmetryKind::symmetric_restricted && format_range.qmin < 0 &&
+      format_range.qmin == -format_range.qmax - 1)
+    return IntRange{-format_range.qmax, format_range.qmax};
+  return format_range;
+}
+
+// ONNX Runtime / PyTorch reduce_range: one bit less (int8 [-64, 64] in ONNX Runtime,
+// [-64, 63] in PyTorch; uint8 [0, 127] in both).
+constexpr IntRange reduced_range(IntRange r, ConventionKind convention) {
+  if (r.qmin < 0) {
+    const std::int32_t half = (r.qmax + 1) / 2;
+    return convention == ConventionKind::onnxruntime ? IntRange{-half, half}
+                                                     : IntRange{-half, half - 1};
+  }
+  return IntRange{0, r.qmax / 2};
+}
+
+struct ScaleZeroPoint {
+  float scale = 1.0f;
+  std::int32_t zero_point = 0;
+  friend bool operator==(const ScaleZeroPoint& a, const ScaleZeroPoint& b) {
+    return a.scale == b.scale && a.zero_point == b.zero_point;
+  }
+};
+
+namespace detail {
+
+inline std::int32_t symmetric_zero_point(IntRange r, ConventionKind convention) {
+  if (r.qmin < 0) return 0;
+  const std::int64_t sum = std::int64_t{r.qmin} + r.qmax;
+  if (convention == ConventionKind::pytorch)  // PyTorch: 128 for quint8, else floor midpoint
+    return (r.qmin == 0 && r.qmax == 255) ? 128 : static_cast<std::int32_t>(sum / 2);
+  // round_half_even(sum / 2): ONNX Runtime's formula, used by the others too
+  return static_cast<std::int32_t>(RoundHalfEven{}(static_cast<float>(sum) * 0.5f));
+}
+
+inline ScaleZeroPoint qparams_pytorch(float lo, float hi, IntRange r, SymmetryKind sym) {
+  constexpr float eps = std::numeric_limits<float>::epsilon();
+  const float min_neg = std::min(lo, 0.0f), max_pos = std::max(hi, 0.0f);
+  if (sym != SymmetryKind::affine) {
+    const float absmax = std::max(-min_neg, max_pos);
+    const float divisor = static_cast<float>(static_cast<double>(r.levels()) / 2.0);
+    const float scale = std::max(absmax / divisor, eps);
+    return {scale, symmetric_zero_point(r, ConventionKind::pytorch)};
+  }
+  const float scale = std::max((max_pos - min_neg) / static_cast<float>(r.levels()), eps);
+  const auto zp = static_cast<std::int64_t>(r.qmin) -
+                  static_cast<std::int64_t>(RoundHalfEven{}(min_neg / scale));
+  return {scale, static_cast<std::int32_t>(std::clamp<std::int64_t>(zp, r.qmin, r.qmax))};
+}
+
+inline ScaleZeroPoint qparams_onnxruntime(float lo, float hi, IntRange r, SymmetryKind sym) {
+  float rmin = std::min(lo, 0.0f), rmax = std::max(hi, 0.0f);
+  if (sym != SymmetryKind::affine) {
+    const float absmax = std::max(std::fabs(rmin), std::fabs(rmax));
+    rmin = -absmax;
+    rmax = absmax;
+  }
+  const double scale = static_cast<double>(rmax - rmin) / static_cast<double>(r.levels());
+  if (scale < static_cast<double>(std::numeric_limits<float>::min())) return {1.0f, 0};
+  double zp;
+  if (sym != SymmetryKind::affine)
+    zp = std::nearbyint((static_cast<double>(r.qmin) + r.qmax) / 2.0);
+  else
+    zp = std::nearbyint(static_cast<double>(r.qmin) - static_cast<double>(rmin) / scale);
+  return {static_cast<float>(scale), static_cast<std::int32_t>(zp)};
+}
+
+inline ScaleZeroPoint qparams_onnx(float lo, float hi, IntRange r, SymmetryKind sym) {
+  float rmin = std::min(lo, 0.0f), rmax = std::max(hi, 0.0f);
+  if (sym != SymmetryKind::affine) {
+    const float absmax = std::max(-rmin, rmax);
+    rmin = -absmax;
+    rmax = absmax;
+  }
+  if (rmax == rmin) return {1.0f, 0};
+  const float scale = (rmax - rmin) / static_cast<float>(r.levels());
+  if (sym != SymmetryKind::affine) return {scale, symmetric_zero_point(r, ConventionKind::onnx)};
+  const float zp = RoundHalfEven{}(static_cast<float>(r.qmin) - rmin / scale);
+  return {scale, static_cast<std::int32_t>(
+                     std::clamp(zp, static_cast<float>(r.qmin), static_cast<float>(r.qmax)))};
+}
+
+inline ScaleZeroPoint qparams_tflite(float lo, float hi, IntRange r, SymmetryKind sym) {
+  double rmin = std::min(static_cast<double>(lo), 0.0), rmax = std::max(static_cast<double>(hi), 0.0);
+  if (sym != SymmetryKind::affine) {
+    const double absmax = std::max(-rmin, rmax);
+    rmin = -absmax;
+    rmax = absmax;
+  }
+  if (rmin == rmax) return {1.0f, 0};
+  const double qmin = r.qmin, qmax = r.qmax;
+  const double scale = (rmax - rmin) / (qmax - qmin);
+  if (sym != SymmetryKind::affine)
+    return {static_cast<float>(scale), symmetric_zero_point(r, ConventionKind::tflite)};
+  const double from_min = qmin - rmin / scale, from_max = qmax - rmax / scale;
+  const double err_min = std::fabs(qmin) + std::fabs(rmin / scale);
+  const double err_max = std::fabs(qmax) + std::fabs(rmax / scale);
+  const double zp = err_min < err_max ? from_min : from_max;
+  const std::int32_t nudged = zp < qmin   ? r.qmin
+                              : zp > qmax ? r.qmax
+                                          : static_cast<std::int32_t>(std::round(zp));
+  return {static_cast<float>(scale), nudged};
+}
+
+inline bool usable_scale(float s) { return std::isfinite(s) && s > 0.0f; }
+
+// compute_qparams without its checks: for a finite lo <= hi and a valid integer range; the
+// scale may be unusable (usable_scale false) where the convention's arithmetic overflows.
+inline ScaleZeroPoint qparams_unchecked(float lo, float hi, IntRange r, SymmetryKind symmetry,
+                                        ConventionKind convention) {
+  const IntRange er = effective_range(r, symmetry);
+  switch (convention) {
+    case ConventionKind::pytorch: return qparams_pytorch(lo, hi, er, symmetry);
+    case ConventionKind::onnxruntime: return qparams_onnxruntime(lo, hi, er, symmetry);
+    case ConventionKind::onnx: return qparams_onnx(lo, hi, er, symmetry);
+    case ConventionKind::tflite: return qparams_tflite(lo, hi, er, symmetry);
+  }
+  return {};
+}
+
+}  // namespace detail
+
+// (scale, zero point) for one observed range [lo, hi] under a symmetry and a peer's
+// convention. `r` is the format's integer range; restriction for SymmetricRestricted is
+// applied here. Every convention first widens the range to include 0. Degenerate ranges:
+//   all zeros / lo == hi == 0: pytorch gives (float32 eps, zp), the others (1, 0);
+//   lo == hi != 0: the range [min(lo,0), max(hi,0)] is used, so a constant c gives |c|/levels;
+//   NaN or Inf bounds, lo > hi: Error naming the tensor and channel.
+inline ScaleZeroPoint compute_qparams(float lo, float hi, IntRange r, SymmetryKind symmetry,
+                                      ConventionKind convention,
+                                      const std::string& tensor_name = {},
+                                      std::ptrdiff_t channel = -1) {
+  if (!std::isfinite(lo) || !std::isfinite(hi) || lo > hi) {
+    const std::string where = channel >= 0 ? " channel " + std::to_string(channel) : "";
+    detail::fail(detail::describe_tensor(tensor_name), where, ": found range [", lo, ", ", hi,
+                 "]; expected finite min <= max (was anything observed? NaN/Inf in the data?)");
+  }
+  if (r.qmin >= r.qmax || r.qmin > 0 || r.qmax < 0)
+    detail::fail(detail::describe_tensor(tensor_name), ": integer range [", r.qmin, ", ", r.qmax,
+                 "]; expected qmin <= 0 <= qmax and qmin < qmax");
+  const ScaleZeroPoint sz = detail::qparams_unchecked(lo, hi, r, symmetry, convention);
+  // The peers' float32 arithmetic overflows for ranges wider than the largest float (and the
+  // ONNX formula gives 0 for subnormal widths): no usable scale, so no silent inf / 0.
+  if (!detail::usable_scale(sz.scale)) {
+    const std::string where = channel >= 0 ? " channel " + std::to_string(channel) : "";
+    detail::fail(detail::describe_tensor(tensor_name), where, ": range [", lo, ", ", hi, "] gives scale ",
+                 sz.scale, " under the ", to_string(convention),
+                 " convention (its float32 arithmetic overflows or underflows); expected a range "
+                 "of finite, nonzero float32 width (clip the data; the tflite convention computes in "
+                 "double)");
+  }
+  return sz;
+}
+
+// QuantParams for one range per tensor/channel/block.
+inline QuantParams compute_qparams(const std::vector<Range>& ranges, Granularity granularity,
+                                   IntRange r, SymmetryKind symmetry, ConventionKind convention,
+                                   const std::string& tensor_name = {}) {
+  if (ranges.empty())
+    detail::fail(detail::describe_tensor(tensor_name),
+                 ": no ranges to compute parameters from; expected at least one");
+  QuantParams p;
+  p.granularity = granularity;
+  p.range = effective_range(r, symmetry);
+  p.scale.resize(ranges.size());
+  p.zero_point.resize(ranges.size());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    const auto sz = compute_qparams(ranges[i].min, ranges[i].max, r, symmetry, convention,
+                                    tensor_name,
+                                    ranges.size() > 1 ? static_cast<std::ptrdiff_t>(i) : -1);
+    p.scale[i] = sz.scale;
+    p.zero_point[i] = sz.zero_point;
+  }
+  return p;
+}
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_PARAMS_HPP_
+// ---- end quantkit/params.hpp ----
 
 HWY_BEFORE_NAMESPACE();
 namespace quantkit {
@@ -3522,10 +4120,10 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     }
 #endif
     if (!stream) {  // the lean loop: no stream or stochastic branches per row
-      if (a.stream && a.stream_prefetch != 0) {
+      if (a.stream) {
         // Short rows of a streaming call (per-group blocks of a large tensor): the input comes
-        // from memory as in the long rows, so each row prefetches ahead (RowPrefetchDistance);
-        // non-temporal stores when every vector store is aligned.
+        // from memory as in the long rows, so each row prefetches ahead (RowPrefetchDistance;
+        // none when stream_prefetch is 0); non-temporal stores when every vector store is aligned.
         const std::size_t row_bytes = n * sizeof(float);
         const std::size_t ahead = RowPrefetchDistance(a.stream_prefetch, sx, n);
         const std::size_t align = hn::Lanes(hn::ScalableTag<float>()) * sizeof(float);  // a vector
@@ -3607,6 +4205,50 @@ inline void Quantize(const QuantizeArgs& a) {
     case ElemType::i32: QuantizeTo<std::int32_t>(a); return;
     case ElemType::f32: QuantizeTo<float>(a); return;
   }
+}
+
+// ------------------------------ Parameters
+
+// QuantizeParamsArgs (abi.hpp): per-channel and per-group calls convert their parameters on
+// every call, and the front end's scalar loop (SSE2 at best: it is compiled for the baseline)
+// was 9 % of a per-group-32 quantize of 16K values on Zen 5. The tail is that loop, so every
+// target checks with quantkit::detail::ParamTest's formula.
+template <bool kFactor>
+HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const hn::RebindToUnsigned<decltype(d)> du;
+  const std::size_t N = hn::Lanes(d);
+  const auto positive = hn::Zero(d);
+  const auto fmax = hn::Set(d, std::numeric_limits<float>::max());
+  const auto one = hn::Set(d, 1.0f);
+  const auto all = hn::Set(du, ~std::uint32_t{0});
+  const quantkit::detail::ParamTest test(IntRange{a.qmin, a.qmax});
+  const auto lo = hn::Set(du, test.lo);
+  const auto span = hn::Set(du, test.span);
+  auto bad = hn::Zero(du);
+  std::size_t i = 0;
+  for (; i + N <= a.count; i += N) {
+    const auto s = hn::LoadU(d, a.scale + i);
+    const auto z = hn::LoadU(di, a.zero_point + i);
+    hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
+    if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
+    // !(s > 0) | !(s <= FLT_MAX): NaN fails both
+    const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    bad = hn::Or(bad, hn::AndNot(hn::BitCast(du, ok), all));
+    bad = hn::Or(bad, hn::VecFromMask(du, hn::Gt(hn::Sub(hn::BitCast(du, z), lo), span)));
+  }
+  std::uint32_t tail = 0;
+  for (; i < a.count; ++i) {
+    a.zero[i] = static_cast<float>(a.zero_point[i]);
+    if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
+    tail |= test.bad(a.scale[i], a.zero_point[i]);
+  }
+  return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
+}
+
+inline std::uint32_t QuantizeParams(const QuantizeParamsArgs& a) {
+  return a.factor != nullptr ? QuantizeParamsLoop<true>(a) : QuantizeParamsLoop<false>(a);
 }
 
 // ------------------------------ Dequantize
@@ -4979,14 +5621,17 @@ inline bool FloatStepApplies(float m, std::int32_t lo_off, std::int32_t hi_off) 
   return std::isfinite(m) && FloatBoundsExact(lo_off, hi_off);
 }
 
+// kSide 3: both bounds of BiasClamp (rows of a call whose biases have both signs: see
+// RowsBiasSide).
 template <class DI, class Round, int kSide, bool kLow>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
+  V xb, xb2, bias, lo;  // xb: the bound of BiasClamp on the bias's side (kSide 3: the upper)
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
       : xb(hn::Set(di, kSide == 2 ? BiasClamp(b).lo : BiasClamp(b).hi)),
+        xb2(hn::Set(di, BiasClamp(b).lo)),
         bias(hn::Set(di, b)),
         lo(hn::Set(di, lo_off)),
         m(hn::Set(hn::RebindToFloat<DI>(), mult)),
@@ -4996,6 +5641,7 @@ struct FloatStep {
     V v = hn::LoadU(di, p);
     if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xb), bias);
+    if constexpr (kSide == 3) v = hn::Add(hn::Min(hn::Max(v, xb2), xb), bias);
     const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
     V r;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -5181,12 +5827,25 @@ HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q,
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
+// The side of the accumulator clamp (BiasClamp) for all `count` rows of a call (parameters at,
+// at + dat, ...), decided once instead of per row: 0 every bias is 0, 1 all >= 0, 2 all <= 0,
+// 3 both signs. A branch per row on its bias's sign mispredicts with the signs of a real layer:
+// on Zen 5 (bench_kernels, per channel 4K, rows of 64) fixed-point requantize ran at 8.2-8.8
+// Gelem/s in the processes whose predictor learnt the benchmark's 64-row pattern and at 5.3 in
+// the others.
+inline int RowsBiasSide(const std::int32_t* bias, std::int64_t at, std::int64_t dat, std::size_t count) {
+  bool pos = false, neg = false;
+  for (std::size_t k = 0; k < count; ++k, at += dat) {
+    pos |= bias[at] > 0;
+    neg |= bias[at] < 0;
+  }
+  return pos && neg ? 3 : neg ? 2 : pos ? 1 : 0;
+}
+
 // Float scheme, no streaming, rows of at least one block: the call's constants (clamp, zero
 // point, store) set up once, each row's multiplier and bias in the loop (per-row setup through
-// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side per row (as
-// FixedPointRows: clamping both sides instead, with no branch, measured slower, 15.3 against
-// 17.3 Gelem/s at 4K). A non-finite multiplier's row and what a row's blocks leave go out of
-// line.
+// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side for the call
+// (RowsBiasSide). A non-finite multiplier's row and what a row's blocks leave go out of line.
 template <class Out, class Round>
 HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -5195,28 +5854,41 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
   const std::int32_t hi_off = a.hi - a.zero_point;
   const float* HWY_RESTRICT kf = a.kf;
   const std::int32_t* HWY_RESTRICT kb = a.bias;
-  // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
-  WithFloatStore<Out>(a, [&](auto low, const auto& store) {
-    const std::int32_t* xr = x;
-    Out* qr = q;
-    std::int64_t p = at;
-    for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
-      const float m = kf[p];
-      if (!std::isfinite(m)) {
-        RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
-        continue;
+  const hn::ScalableTag<std::int32_t> di;
+  using DI = decltype(di);
+  const auto rows = [&](auto side) {
+    constexpr int kSide = decltype(side)::value;
+    // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
+    WithFloatStore<Out>(a, [&](auto low, const auto& store) {
+      constexpr bool kLow = decltype(low)::value;
+      const std::int32_t* xr = x;
+      Out* qr = q;
+      std::int64_t p = at;
+      for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
+        const float m = kf[p];
+        if (!std::isfinite(m)) {
+          RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
+          continue;
+        }
+        const std::size_t i =
+            StepBlocks4<Out>(di, a, FloatStep<DI, Round, kSide, kLow>(di, m, kb[p], lo_off, hi_off), store, xr, qr, n);
+        if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
       }
-      const std::size_t i =
-          FloatSideBlocks4<Out, Round, decltype(low)::value>(a, m, kb[p], lo_off, hi_off, store, xr, qr, n);
-      if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
-    }
-  });
+    });
+  };
+  switch (RowsBiasSide(kb, at, dat, count)) {
+    case 0: return rows(std::integral_constant<int, 0>());
+    case 1: return rows(std::integral_constant<int, 1>());
+    case 2: return rows(std::integral_constant<int, 2>());
+    default: return rows(std::integral_constant<int, 3>());
+  }
 }
 
 // Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
 // loop (the call's constants stay in registers; a table of the rows' constants made first
-// measured slower); rows the fast path does not take, and what a row's blocks leave, go out
-// of line.
+// measured slower); the side of the accumulator clamp for the call (RowsBiasSide: one bound
+// when every bias has one sign, else both); rows the fast path does not take, and what a
+// row's blocks leave, go out of line.
 template <class Out, bool kClamp>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -5226,16 +5898,22 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
-  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
-    const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
-    if (!f.ok) {
-      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
-      continue;
+  const auto rows = [&](auto side) {
+    constexpr int kSide = decltype(side)::value;  // FixedPointStep's: 0 both bounds
+    for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+      const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
+      if (!f.ok) {
+        RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
+        continue;
+      }
+      const std::size_t i = FixedPointBlocks4<Out, kClamp, kSide>(a, f, x, q, n);
+      if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
     }
-    // one bound of the accumulator clamp per row: the side of its bias
-    const std::size_t i = kb[at] < 0 ? FixedPointBlocks4<Out, kClamp, 2>(a, f, x, q, n)
-                                     : FixedPointBlocks4<Out, kClamp, 1>(a, f, x, q, n);
-    if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
+  };
+  switch (RowsBiasSide(kb, at, dat, count)) {
+    case 3: return rows(std::integral_constant<int, 0>());
+    case 2: return rows(std::integral_constant<int, 2>());
+    default: return rows(std::integral_constant<int, 1>());  // all >= 0 (0: the upper bound is INT32_MAX)
   }
 }
 
@@ -5520,6 +6198,7 @@ const Kernels* GetKernelsT() {
     k.quantize = &Quantize;
     k.dequantize = &Dequantize;
     k.requantize = &Requantize;
+    k.quantize_params = &QuantizeParams;
     k.pack = &Pack;
     k.unpack = &Unpack;
     k.minmax = &MinMax;

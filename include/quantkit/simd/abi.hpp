@@ -179,6 +179,20 @@ struct QuantizeArgs {
   bool round_by_csr = false;
 };
 
+// The quantize kernels' per-parameter floats from a call's scales and zero points, and their
+// check, in one pass (the front end's kernel_params for many parameters): zero[i] =
+// float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
+// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified.
+struct QuantizeParamsArgs {
+  const float* scale = nullptr;
+  const std::int32_t* zero_point = nullptr;
+  std::size_t count = 0;
+  std::int32_t qmin = -128, qmax = 127;
+  float* zero = nullptr;
+  float* factor = nullptr;  // nullptr: not written
+};
+
 // x = float(q - zero[p]) * scale[p]
 struct DequantizeArgs {
   Plan plan;
@@ -306,6 +320,7 @@ struct Kernels {
   void (*quantize)(const QuantizeArgs&) = nullptr;
   void (*dequantize)(const DequantizeArgs&) = nullptr;
   void (*requantize)(const RequantizeArgs&) = nullptr;
+  std::uint32_t (*quantize_params)(const QuantizeParamsArgs&) = nullptr;  // nonzero: a bad value
   // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
   void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
   void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,

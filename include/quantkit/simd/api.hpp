@@ -58,6 +58,7 @@
 #include "quantkit/ref/requantize.hpp"
 #include "quantkit/simd/abi.hpp"
 #include "quantkit/simd/dispatch.hpp"
+#include "quantkit/simd/param_array.hpp"
 #include "quantkit/tensor/view.hpp"
 
 namespace quantkit {
@@ -163,54 +164,6 @@ DequantizeParams dequantize_params(const QuantParams& p) {
   }
   if (uncovered != 0) return DequantizeParams::reference;
   return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
-}
-
-// Parameters per parameter index: inline up to kInline of them (per tensor, and the channels of
-// most layers: no allocation per call), on the heap beyond.
-template <class T>
-class ParamArray {
- public:
-  static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
-  explicit ParamArray(std::size_t n) : data_(inline_) {
-    if (n > kInline) {
-      heap_.resize(n);
-      data_ = heap_.data();
-    }
-  }
-  ParamArray(const ParamArray&) = delete;
-  ParamArray& operator=(const ParamArray&) = delete;
-  T* data() { return data_; }
-  T& operator[](std::size_t i) { return data_[i]; }
-
- private:
-  T inline_[kInline];  // written before being read: no initialization
-  std::vector<T> heap_;
-  T* data_;
-};
-
-// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
-// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
-// same branch-free pass the values' check (QuantParams::validate's): returns false when a
-// scale is not finite and > 0 or a zero point lies outside r. Plain loops over local pointers:
-// they vectorize (per-channel and per-group parameters are converted on every call).
-inline bool kernel_params(ScaleApplicationKind application, const float* scales,
-                          const std::int32_t* zero_points, std::size_t count, IntRange r,
-                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf) {
-  float* z = zero.data();
-  const quantkit::detail::ParamTest test(r);
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    z[i] = static_cast<float>(zero_points[i]);
-    bad |= test.bad(scales[i], zero_points[i]);
-  }
-  if (application == ScaleApplicationKind::divide) {
-    pf = scales;
-  } else {
-    float* f = factor.data();
-    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
-    pf = f;
-  }
-  return bad == 0;
 }
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
@@ -423,6 +376,44 @@ F pick(const Kernels* kernels, F Kernels::*member, typename NonDeduced<F>::type 
 #define QUANTKIT_SIMD_STATIC_FN(name) &HWY_STATIC_DISPATCH(name)
 #endif
 
+// The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
+// which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
+// same branch-free pass the values' check (QuantParams::validate's): returns false when a
+// scale is not finite and > 0 or a zero point lies outside r. Per-channel and per-group
+// parameters are converted on every call: more than one go through the target's
+// quantize_params kernel (vectors of the target's width; this loop is compiled for the
+// baseline), one (per tensor) through the loop here.
+inline bool kernel_params(ScaleApplicationKind application, const float* scales,
+                          const std::int32_t* zero_points, std::size_t count, IntRange r,
+                          ParamArray<float>& factor, ParamArray<float>& zero, const float*& pf,
+                          const Kernels* kernels) {
+  const bool reciprocal = application != ScaleApplicationKind::divide;
+  pf = reciprocal ? factor.data() : scales;
+  if (count > 1) {
+    QuantizeParamsArgs a;
+    a.scale = scales;
+    a.zero_point = zero_points;
+    a.count = count;
+    a.qmin = r.qmin;
+    a.qmax = r.qmax;
+    a.zero = zero.data();
+    a.factor = reciprocal ? factor.data() : nullptr;
+    return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
+  }
+  float* z = zero.data();
+  const quantkit::detail::ParamTest test(r);
+  std::uint32_t bad = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    z[i] = static_cast<float>(zero_points[i]);
+    bad |= test.bad(scales[i], zero_points[i]);
+  }
+  if (reciprocal) {
+    float* f = factor.data();
+    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+  }
+  return bad == 0;
+}
+
 }  // namespace detail
 
 // ==================================================================== View API
@@ -448,7 +439,8 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
     const float* pf = nullptr;
-    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
+                                kernels))
       p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
@@ -487,7 +479,8 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
     const std::size_t count = p.size();
     detail::ParamArray<float> factor(count), zero(count);
     const float* pf = nullptr;
-    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf))
+    if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
+                                kernels))
       p.validate(x.name());  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
@@ -866,7 +859,7 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   // lies in Q: the int8 kernels' saturating int16 add of z needs |z| <= 255.
   ParamArray<float> factor(count), zero(count);
   const float* pf = nullptr;
-  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf))
+  if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf, kernels))
     fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
   QuantizeArgs a;
   write_plan(a.plan);

@@ -246,7 +246,11 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 // loads and stores but no arithmetic at 91 %), and at 109 % prefetching 512 bytes ahead
 // (stream_prefetch_bytes; bench_kernels --qk_stream_prefetch=0|512); requantize 56-65 % ->
 // 99-109 %. NTA: the lines are not kept in L2/L3 (the call evicts them anyway). Not on AVX-512:
-// its kernels reach 113 % of memcpy without it on Zen 5, and it is unmeasured there.
+// on Zen 5 its kernels move 16M elements at 93-123 % of memcpy without it, and with it (the
+// AVX-512 targets let through, one binary, --qk_stream_prefetch=0|512, medians of 3) requantize
+// fell from 9.0 to 6.8 Gelem/s (fixed point) and 10.4 to 8.8 (float), int16 quantize 9.3 to
+// 8.0, fake-quantize 6.8 to 6.0, int8 quantize 10.0 either way; 2048 bytes ahead was no better
+// than none, 8192 only for fixed-point requantize (9.1 -> 10.2).
 //
 // Prefetches the cache lines `ahead` bytes past the `bytes` at p (a block's input) when kStream
 // and ahead != 0. Addresses past the buffer's end are harmless: prefetches do not fault.

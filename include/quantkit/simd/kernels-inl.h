@@ -38,6 +38,7 @@ const Kernels* GetKernelsT() {
     k.quantize = &Quantize;
     k.dequantize = &Dequantize;
     k.requantize = &Requantize;
+    k.quantize_params = &QuantizeParams;
     k.pack = &Pack;
     k.unpack = &Unpack;
     k.minmax = &MinMax;
