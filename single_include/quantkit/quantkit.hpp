@@ -6431,17 +6431,14 @@ inline bool FloatStepApplies(float m, std::int32_t lo_off, std::int32_t hi_off) 
   return std::isfinite(m) && FloatBoundsExact(lo_off, hi_off);
 }
 
-// kSide 3: both bounds of BiasClamp (rows of a call whose biases have both signs: see
-// RowsBiasSide).
 template <class DI, class Round, int kSide, bool kLow>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xb, xb2, bias, lo;  // xb: the bound of BiasClamp on the bias's side (kSide 3: the upper)
+  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
       : xb(hn::Set(di, kSide == 2 ? BiasClamp(b).lo : BiasClamp(b).hi)),
-        xb2(hn::Set(di, BiasClamp(b).lo)),
         bias(hn::Set(di, b)),
         lo(hn::Set(di, lo_off)),
         m(hn::Set(hn::RebindToFloat<DI>(), mult)),
@@ -6451,7 +6448,6 @@ struct FloatStep {
     V v = hn::LoadU(di, p);
     if constexpr (kSide == 1) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == 2) v = hn::Add(hn::Max(v, xb), bias);
-    if constexpr (kSide == 3) v = hn::Add(hn::Min(hn::Max(v, xb2), xb), bias);
     const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
     V r;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -6637,25 +6633,12 @@ HWY_NOINLINE void RequantizeRun(const void* args, const std::int32_t* x, Out* q,
   RequantizeRunBody<Out, Scheme, kVec>(args, x, q, n, at);
 }
 
-// The side of the accumulator clamp (BiasClamp) for all `count` rows of a call (parameters at,
-// at + dat, ...), decided once instead of per row: 0 every bias is 0, 1 all >= 0, 2 all <= 0,
-// 3 both signs. A branch per row on its bias's sign mispredicts with the signs of a real layer:
-// on Zen 5 (bench_kernels, per channel 4K, rows of 64) fixed-point requantize ran at 8.2-8.8
-// Gelem/s in the processes whose predictor learnt the benchmark's 64-row pattern and at 5.3 in
-// the others.
-inline int RowsBiasSide(const std::int32_t* bias, std::int64_t at, std::int64_t dat, std::size_t count) {
-  bool pos = false, neg = false;
-  for (std::size_t k = 0; k < count; ++k, at += dat) {
-    pos |= bias[at] > 0;
-    neg |= bias[at] < 0;
-  }
-  return pos && neg ? 3 : neg ? 2 : pos ? 1 : 0;
-}
-
 // Float scheme, no streaming, rows of at least one block: the call's constants (clamp, zero
 // point, store) set up once, each row's multiplier and bias in the loop (per-row setup through
-// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side for the call
-// (RowsBiasSide). A non-finite multiplier's row and what a row's blocks leave go out of line.
+// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); the bias's side per row (as
+// FixedPointRows: clamping both sides instead, with no branch, measured slower, 15.3 against
+// 17.3 Gelem/s at 4K). A non-finite multiplier's row and what a row's blocks leave go out of
+// line.
 template <class Out, class Round>
 HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -6664,41 +6647,28 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
   const std::int32_t hi_off = a.hi - a.zero_point;
   const float* HWY_RESTRICT kf = a.kf;
   const std::int32_t* HWY_RESTRICT kb = a.bias;
-  const hn::ScalableTag<std::int32_t> di;
-  using DI = decltype(di);
-  const auto rows = [&](auto side) {
-    constexpr int kSide = decltype(side)::value;
-    // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
-    WithFloatStore<Out>(a, [&](auto low, const auto& store) {
-      constexpr bool kLow = decltype(low)::value;
-      const std::int32_t* xr = x;
-      Out* qr = q;
-      std::int64_t p = at;
-      for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
-        const float m = kf[p];
-        if (!std::isfinite(m)) {
-          RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
-          continue;
-        }
-        const std::size_t i =
-            StepBlocks4<Out>(di, a, FloatStep<DI, Round, kSide, kLow>(di, m, kb[p], lo_off, hi_off), store, xr, qr, n);
-        if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
+  // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
+  WithFloatStore<Out>(a, [&](auto low, const auto& store) {
+    const std::int32_t* xr = x;
+    Out* qr = q;
+    std::int64_t p = at;
+    for (std::size_t k = 0; k < count; ++k, xr += sx, qr += sq, p += dat) {
+      const float m = kf[p];
+      if (!std::isfinite(m)) {
+        RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
+        continue;
       }
-    });
-  };
-  switch (RowsBiasSide(kb, at, dat, count)) {
-    case 0: return rows(std::integral_constant<int, 0>());
-    case 1: return rows(std::integral_constant<int, 1>());
-    case 2: return rows(std::integral_constant<int, 2>());
-    default: return rows(std::integral_constant<int, 3>());
-  }
+      const std::size_t i =
+          FloatSideBlocks4<Out, Round, decltype(low)::value>(a, m, kb[p], lo_off, hi_off, store, xr, qr, n);
+      if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
+    }
+  });
 }
 
 // Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
 // loop (the call's constants stay in registers; a table of the rows' constants made first
-// measured slower); the side of the accumulator clamp for the call (RowsBiasSide: one bound
-// when every bias has one sign, else both); rows the fast path does not take, and what a
-// row's blocks leave, go out of line.
+// measured slower); rows the fast path does not take, and what a row's blocks leave, go out
+// of line.
 template <class Out, bool kClamp>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
@@ -6708,22 +6678,16 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
-  const auto rows = [&](auto side) {
-    constexpr int kSide = decltype(side)::value;  // FixedPointStep's: 0 both bounds
-    for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
-      const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
-      if (!f.ok) {
-        RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
-        continue;
-      }
-      const std::size_t i = FixedPointBlocks4<Out, kClamp, kSide>(a, f, x, q, n);
-      if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) {
+    const FixedPointFast f(kq[at], kl[at], kr[at], kb[at], zp);
+    if (!f.ok) {
+      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x, q, n, at);
+      continue;
     }
-  };
-  switch (RowsBiasSide(kb, at, dat, count)) {
-    case 3: return rows(std::integral_constant<int, 0>());
-    case 2: return rows(std::integral_constant<int, 2>());
-    default: return rows(std::integral_constant<int, 1>());  // all >= 0 (0: the upper bound is INT32_MAX)
+    // one bound of the accumulator clamp per row: the side of its bias
+    const std::size_t i = kb[at] < 0 ? FixedPointBlocks4<Out, kClamp, 2>(a, f, x, q, n)
+                                     : FixedPointBlocks4<Out, kClamp, 1>(a, f, x, q, n);
+    if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i, q + i, n - i, at);
   }
 }
 
