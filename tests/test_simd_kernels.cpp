@@ -1103,6 +1103,72 @@ TEST_CASE("simd: the View API rejects bad scales and zero points as the referenc
   }
 }
 
+TEST_CASE_TEMPLATE("simd: View dequantize sorts its parameters as the reference: kernels, reference, error",
+                   In, std::int8_t, std::uint8_t, std::int16_t, std::int32_t) {
+  // The front end checks many parameters in one kernel pass over the parameters' range narrowed
+  // to the zero points the kernels cover (In's values; 0 for int32), and sorts the failures with
+  // the scalar loop: a zero point inside the range but not In's runs the reference, one outside
+  // the range throws the reference's error. Every outcome must equal ref::dequantize.
+  constexpr bool kI32 = std::is_same<In, std::int32_t>::value;
+  const std::int64_t in_lo = kI32 ? 0 : std::numeric_limits<In>::min();
+  const std::int64_t in_hi = kI32 ? 0 : std::numeric_limits<In>::max();
+  const qk::Dims dims{300, 8};  // 300 channels (axis 0); 600 blocks of 4 along axis 0
+  const std::size_t n = 2400;
+  std::vector<In> q(n);
+  for (std::size_t i = 0; i < n; ++i)
+    q[i] = static_cast<In>(static_cast<std::int64_t>((i * 37) % 97) - 48 + (std::is_signed<In>::value ? 0 : 60));
+  for (std::size_t i = 0; i < n; i += 97) {  // the type's ends: q - z overflows int32 for int32 inputs
+    q[i] = std::numeric_limits<In>::min();
+    q[i + 1] = std::numeric_limits<In>::max();
+  }
+  const qk::View<const In> qv(q.data(), dims, "w_q");
+  const qk::Granularity grans[] = {qk::Granularity::per_channel(0), qk::Granularity::per_group(0, 4)};
+  const qk::IntRange ranges[] = {{-128, 127}, {0, 255}, {-32768, 32767}, {0, 15}, {-100000, 100000}};
+  std::size_t ran = 0, referenced = 0, failed = 0;
+  for (const qk::Granularity& g : grans) {
+    const auto count = static_cast<std::size_t>(qk::ParamLayout(dims, g).count());
+    for (const qk::IntRange& r : ranges) {
+      // zero points: 0 where the range holds it, else its low end; then one changed at `at`
+      const std::int32_t base = r.qmin <= 0 && 0 <= r.qmax ? 0 : r.qmin;
+      const std::int64_t probes[] = {r.qmin, r.qmax, std::int64_t{r.qmin} - 1, std::int64_t{r.qmax} + 1,
+                                     in_lo - 1, in_hi + 1, in_lo, in_hi};
+      for (const std::size_t at : {std::size_t{0}, count / 2, count - 1}) {
+        for (int probe = -1; probe < 8; ++probe) {
+          qk::QuantParams p;
+          p.granularity = g;
+          p.range = r;
+          p.scale.assign(count, 0.0f);
+          for (std::size_t c = 0; c < count; ++c) p.scale[c] = 0.01f * static_cast<float>(1 + c % 13);
+          p.zero_point.assign(count, base);
+          if (probe >= 0) p.zero_point[at] = static_cast<std::int32_t>(probes[probe]);
+          CAPTURE(count);
+          CAPTURE(r.qmin);
+          CAPTURE(r.qmax);
+          CAPTURE(at);
+          CAPTURE(probe);
+          std::vector<float> want(n, -1.0f), got(n, -2.0f);
+          const std::string want_error = error_of([&] { qk::ref::dequantize(qv, p, qk::View<float>(want.data(), dims)); });
+          const bool covered = p.zero_point[at] >= in_lo && p.zero_point[at] <= in_hi && base >= in_lo && base <= in_hi;
+          if (!want_error.empty()) ++failed;
+          else if (!covered) ++referenced;
+          else ++ran;
+          std::vector<const qks::Kernels*> kernels = qks::available_kernels();
+          kernels.push_back(nullptr);  // the default dispatch
+          for (const qks::Kernels* k : kernels) {
+            CAPTURE(k != nullptr ? k->name : "default");
+            std::fill(got.begin(), got.end(), -2.0f);
+            CHECK(error_of([&] { qks::dequantize(qv, p, qk::View<float>(got.data(), dims), k); }) == want_error);
+            if (want_error.empty()) CHECK(simd_test::first_difference(got, want) == -1);
+          }
+        }
+      }
+    }
+  }
+  CHECK(ran > 0);
+  CHECK(failed > 0);
+  CHECK(referenced > 0);
+}
+
 TEST_CASE("simd: quantize_params converts and checks parameters as the scalar loop, on every target") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   // ParamTest rejects the first seven, accepts the last three
@@ -1118,7 +1184,7 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> exponent(-30.0f, 30.0f);
   std::uniform_int_distribution<std::int32_t> any_int(simd_test::kI32Min, 2147483647);
-  std::size_t runs = 0;
+  std::size_t runs = 0, checks = 0;
   for_each_target("quantize_params", [&](const qks::Kernels& k) {
     REQUIRE(static_cast<bool>(k.quantize_params));
     for (const std::size_t count : {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 33, 64, 65, 300, 1001}) {
@@ -1170,12 +1236,25 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
               CHECK(factor[reciprocal ? count : 0] == 42.0f);
               ++runs;
             }
+            // check only (the dequantize front end's params_ok): no outputs, the same flag
+            qks::QuantizeParamsArgs c;
+            c.scale = scale.data();
+            c.zero_point = zero.data();
+            c.count = count;
+            c.qmin = r.qmin;
+            c.qmax = r.qmax;
+            CAPTURE(count);
+            CAPTURE(variant);
+            CAPTURE(at);
+            CHECK((k.quantize_params(c) != 0) == (want_bad != 0));
+            ++checks;
           }
         }
       }
     }
   });
   CHECK(runs > 1000);
+  CHECK(checks > 500);
 }
 
 TEST_CASE("simd: per-call parameter arrays come from a per-thread scratch, in stack order") {

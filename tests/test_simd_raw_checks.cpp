@@ -363,6 +363,24 @@ void check_requant_shift_edges(int lo, int hi) {
     wide.clamp_min = -1000;
     CHECK(error_of([&] { qks::requantize(acc.data(), n, wide, out.data()); }) ==
           "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);
+    // before the layout's and the counts' errors too, as the reference checks the shifts first
+    // (fixed point per channel checks them in its conversion pass), on every target
+    P bad_axis = pc;
+    bad_axis.channel_axis = 5;
+    P bad_bias = pc;
+    bad_bias.bias = {1, 2, 3};
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      CHECK(error_of([&] { qks::requantize(acc.data(), n, pc, out.data(), *k); }) ==
+            "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);
+      CHECK(error_of([&] {
+              qks::requantize(qk::View<const std::int32_t>(acc.data(), shape), bad_axis,
+                              qk::View<std::int8_t>(out.data(), shape), "conv7", k);
+            }) == "quantkit: simd::requantize: layer 'conv7': constants[2].shift is " + str(shift) + expected);
+      CHECK(error_of([&] { qks::requantize(acc.data(), n, bad_bias, out.data(), *k); }) ==
+            "quantkit: simd::requantize: constants[2].shift is " + str(shift) + expected);
+    }
     CHECK(all_sentinel(out, std::int8_t{42}));
   }
 }

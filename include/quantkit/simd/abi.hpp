@@ -183,13 +183,14 @@ struct QuantizeArgs {
 // check, in one pass (the front end's kernel_params for many parameters): zero[i] =
 // float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
 // reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
-// [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified.
+// [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified. With zero ==
+// nullptr (and factor == nullptr) the pass only checks (the dequantize front end's params_ok).
 struct QuantizeParamsArgs {
   const float* scale = nullptr;
   const std::int32_t* zero_point = nullptr;
   std::size_t count = 0;
   std::int32_t qmin = -128, qmax = 127;
-  float* zero = nullptr;
+  float* zero = nullptr;    // nullptr: check only
   float* factor = nullptr;  // nullptr: not written
 };
 

@@ -36,6 +36,7 @@
 // [-32, 30]).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -118,52 +119,6 @@ bool range_ok(IntRange r) {
   } else {
     return r.qmin >= std::numeric_limits<Out>::min() && r.qmax <= std::numeric_limits<Out>::max();
   }
-}
-
-// Whether every zero point lies in [lo, hi]: one branch-free pass, as scales_valid.
-inline bool zero_points_within(const std::int32_t* zero_points, std::size_t count, std::int64_t lo,
-                               std::int64_t hi) {
-  int bad = 0;
-  for (std::size_t i = 0; i < count; ++i) bad |= (zero_points[i] < lo) | (zero_points[i] > hi);
-  return bad == 0;
-}
-
-// Whether the kernels cover dequantizing In with these zero points: they subtract in int32,
-// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point), and
-// so can narrower inputs with a zero point far outside their type (the View API takes any zero
-// point inside the parameters' range; the raw calls reject those).
-template <class In>
-bool dequantize_covered(const std::int32_t* zero_points, std::size_t n) {
-  if constexpr (std::is_same<In, std::int32_t>::value) {
-    for (std::size_t i = 0; i < n; ++i)
-      if (zero_points[i] != 0) return false;
-    return true;
-  } else {
-    return zero_points_within(zero_points, n, std::numeric_limits<In>::min(), std::numeric_limits<In>::max());
-  }
-}
-
-// What the View dequantize does with its parameters (counts checked), from one branch-free pass:
-// run the kernels, run the reference (a zero point dequantize_covered rejects; it checks the
-// values itself), or fail (a scale not finite and > 0, a zero point outside the range).
-enum class DequantizeParams { kernels, reference, invalid };
-template <class In>
-DequantizeParams dequantize_params(const QuantParams& p) {
-  const float* s = p.scale.data();
-  const std::int32_t* z = p.zero_point.data();
-  const std::size_t count = p.size();
-  const quantkit::detail::ParamTest test(p.range);
-  // the kernels' zero points: In's values (0 for int32 inputs)
-  constexpr bool kInt32 = std::is_same<In, std::int32_t>::value;
-  const auto klo = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::min());
-  const auto kspan = static_cast<std::uint32_t>(kInt32 ? 0 : std::numeric_limits<In>::max()) - klo;
-  std::uint32_t bad = 0, uncovered = 0;
-  for (std::size_t i = 0; i < count; ++i) {
-    bad |= test.bad(s[i], z[i]);
-    uncovered |= static_cast<std::uint32_t>(static_cast<std::uint32_t>(z[i]) - klo > kspan);
-  }
-  if (uncovered != 0) return DequantizeParams::reference;
-  return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
 }
 
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
@@ -261,15 +216,6 @@ inline Plan contiguous_plan(std::size_t n) {
   return plan;
 }
 
-// Whether every scale is finite and > 0: one branch-free pass (it vectorizes at -O3), for calls
-// that check per-channel scales on every call; the per-element checks name a bad one after.
-inline bool scales_valid(const float* scales, std::size_t count) {
-  int bad = 0;
-  for (std::size_t i = 0; i < count; ++i)
-    bad |= !(scales[i] > 0.0f) | !(scales[i] <= std::numeric_limits<float>::max());
-  return bad == 0;
-}
-
 // After a branch-free check failed: throws naming the first bad scale or zero point of a raw
 // call, e.g. "simd::quantize_per_channel: scale[3] is nan; expected a finite value > 0".
 // `what` is the entry point; `indexed`: per channel ("scale[3]") or per tensor ("scale");
@@ -290,7 +236,7 @@ inline void fail_raw_params(const char* what, bool indexed, const float* scales,
 }
 
 template <class Q>
-IntRange full_range() {
+constexpr IntRange full_range() {
   return IntRange{static_cast<std::int32_t>(std::numeric_limits<Q>::min()),
                   static_cast<std::int32_t>(std::numeric_limits<Q>::max())};
 }
@@ -414,6 +360,57 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
   return bad == 0;
 }
 
+// Whether every scale is finite and > 0 and every zero point lies in r (ParamTest) — the
+// per-call check of parameters a kernel reads as they are (dequantize's): more than one on the
+// target's vectors (quantize_params without outputs), one inline.
+inline bool params_ok(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r,
+                      const Kernels* kernels) {
+  if (count > 1) {
+    QuantizeParamsArgs a;
+    a.scale = scales;
+    a.zero_point = zero_points;
+    a.count = count;
+    a.qmin = r.qmin;
+    a.qmax = r.qmax;
+    return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
+  }
+  return quantkit::detail::params_valid(scales, zero_points, count, r);
+}
+
+// The zero points the dequantize kernels cover for inputs In: they subtract q - z in int32,
+// which int32 inputs with a nonzero zero point can overflow (ONNX has no int32 zero point), and
+// so can narrower inputs with a zero point far outside their type (the View API takes any zero
+// point inside the parameters' range; the raw calls reject those).
+template <class In>
+constexpr IntRange dequantize_zero_points() {
+  if constexpr (std::is_same<In, std::int32_t>::value) return IntRange{0, 0};
+  else return full_range<In>();
+}
+
+// What the View dequantize does with its parameters (counts checked): run the kernels (one
+// pass over p.range narrowed to the covered zero points passes), run the reference (a zero
+// point the kernels do not cover; it checks the values itself), or fail (a scale not finite
+// and > 0, a zero point outside the range).
+enum class DequantizeParams { kernels, reference, invalid };
+template <class In>
+DequantizeParams dequantize_params(const QuantParams& p, const Kernels* kernels) {
+  const float* s = p.scale.data();
+  const std::int32_t* z = p.zero_point.data();
+  const std::size_t count = p.size();
+  constexpr IntRange kCovered = dequantize_zero_points<In>();
+  const IntRange both{std::max(p.range.qmin, kCovered.qmin), std::min(p.range.qmax, kCovered.qmax)};
+  if (both.qmin <= both.qmax && params_ok(s, z, count, both, kernels)) return DequantizeParams::kernels;
+  // Which failed, in the same branch-free loop as before (a failing call is not the fast path).
+  const quantkit::detail::ParamTest test(p.range), covered(kCovered);
+  std::uint32_t bad = 0, uncovered = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    bad |= test.bad(s[i], z[i]);
+    uncovered |= covered.bad(1.0f, z[i]);
+  }
+  if (uncovered != 0) return DequantizeParams::reference;
+  return bad == 0 ? DequantizeParams::kernels : DequantizeParams::invalid;
+}
+
 }  // namespace detail
 
 // ==================================================================== View API
@@ -509,7 +506,7 @@ void dequantize(const View<Q, RI>& q, const QuantParams& p, const View<float, RO
   } else {
     const ParamLayout layout =
         ref::impl::checked_layout(q, x, p, "dequantize", ref::impl::ParamValues::caller_checks);
-    switch (detail::dequantize_params<In>(p)) {
+    switch (detail::dequantize_params<In>(p, kernels)) {
       case detail::DequantizeParams::kernels: break;
       case detail::DequantizeParams::reference: return ref::dequantize(q, p, x);
       case detail::DequantizeParams::invalid: p.validate(q.name()); break;  // throws
@@ -690,26 +687,44 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
   static_assert(std::is_same<std::remove_const_t<Acc>, std::int32_t>::value,
                 "simd::requantize: accumulators must be std::int32_t");
   using O = std::remove_const_t<Out>;
-  detail::check_requant_shifts<Scheme>(p, layer);  // before any path negates or shifts by one
-  if constexpr (!detail::requant_supported<Scheme>() || !detail::is_kernel_int_v<O>) {
+  // Fixed point per channel checks its shifts in its conversion pass below (the separate pass
+  // was 4 % of a 64-channel call of 4K values on Zen 5); every other call checks them here,
+  // before any path negates or shifts by one. Either way a bad shift is named before any other
+  // error, as the reference names it.
+  constexpr bool kFixedPoint = Scheme::scheme == RequantScheme::fixed_point;
+  const bool check_in_pass = kFixedPoint && detail::requant_supported<Scheme>() && detail::is_kernel_int_v<O> &&
+                             p.constants.size() > 1;
+  if (!check_in_pass) detail::check_requant_shifts<Scheme>(p, layer);
+  const auto reference = [&] {  // the reference's result or error (its checks come first)
+    if (check_in_pass) detail::check_requant_shifts<Scheme>(p, layer);
     ref::requantize(acc, p, out, layer);
+  };
+  if constexpr (!detail::requant_supported<Scheme>() || !detail::is_kernel_int_v<O>) {
+    reference();
   } else {
     if (acc.shape() != out.shape() || p.clamp_min > p.clamp_max) {
-      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      reference();  // throws the reference's error
       return;
     }
     const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
     const Granularity g =
         per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
-    const ParamLayout layout(acc.shape(), g, layer);
+    const ParamLayout layout = [&] {
+      try {
+        return ParamLayout(acc.shape(), g, layer);
+      } catch (const Error&) {
+        if (check_in_pass) detail::check_requant_shifts<Scheme>(p, layer);  // a bad shift first
+        throw;
+      }
+    }();
     const std::int64_t channels = layout.count();
     if ((p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels) ||
         (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)) {
-      ref::requantize(acc, p, out, layer);  // throws the reference's error
+      reference();  // throws the reference's error
       return;
     }
     if (p.clamp_min < std::numeric_limits<O>::min() || p.clamp_max > std::numeric_limits<O>::max()) {
-      ref::requantize(acc, p, out, layer);  // a clamp wider than the output type wraps there
+      reference();  // a clamp wider than the output type wraps there
       return;
     }
     const auto count = static_cast<std::size_t>(channels);
@@ -736,22 +751,25 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
     } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
       // requant_constants' left / right as a loop the compiler vectorizes: every channel
-      // has (left | right) <= 31 iff their OR does (all >= 0)
+      // has (left | right) <= 31 iff their OR does (all >= 0); with the shifts' check
+      // (requant_constants_defined; right in unsigned arithmetic: -INT_MIN is undefined)
       const typename Scheme::Constants* const pc = p.constants.data();
       std::int32_t* const kq = kp[0];
       std::int32_t* const kl = kp[1];
       std::int32_t* const kr = kp[2];
-      int shifts = 0;
+      std::uint32_t shifts = 0, undefined = 0;
       for (std::size_t c = 0; c < count; ++c) {
         const int shift = pc[c].shift;
-        const int left = shift > 0 ? shift : 0;
-        const int right = shift < 0 ? -shift : 0;
+        undefined |= static_cast<std::uint32_t>(!quantkit::detail::requant_constants_defined<Scheme>(pc[c]));
+        const std::uint32_t left = shift > 0 ? static_cast<std::uint32_t>(shift) : 0u;
+        const std::uint32_t right = shift < 0 ? 0u - static_cast<std::uint32_t>(shift) : 0u;
         kq[c] = pc[c].multiplier;
-        kl[c] = left;
-        kr[c] = right;
+        kl[c] = static_cast<std::int32_t>(left);
+        kr[c] = static_cast<std::int32_t>(right);
         shifts |= left | right;
       }
-      covered = shifts <= 31;
+      if (undefined != 0) detail::check_requant_shifts<Scheme>(p, layer);  // throws, naming it
+      covered = shifts <= 31u;
     } else if constexpr (kFloat) {
       // requant_constants' isfinite as exponent bits, so the loop vectorizes (the per-channel
       // scalar loop was a tenth of a 4K-value call)
@@ -776,7 +794,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       }
     }
     if (!covered) {
-      ref::requantize(acc, p, out, layer);
+      ref::requantize(acc, p, out, layer);  // shifts checked
       return;
     }
     std::int32_t* const bp = bias.data();
@@ -953,26 +971,25 @@ void fake_quantize_per_channel(const T* x, std::size_t rows, std::size_t cols, i
 namespace detail {
 // The raw dequantize calls' checks: every scale finite and > 0 (as the View dequantize and
 // quantize check them) and every zero point a value of In (as ONNX's and quantize's zero
-// points are): branch-free passes, the first bad one named only on failure. Narrower zero
-// points would also break the kernels, which subtract q - z in int32 (int32 inputs with a
-// nonzero zero point run the reference, exact in int64).
+// points are) in one branch-free pass (params_ok), the first bad one named only on failure.
+// Narrower zero points would also break the kernels, which subtract q - z in int32 (int32
+// inputs with a nonzero zero point run the reference, exact in int64).
 template <class In>
 void check_dequantize_params(const char* what, bool indexed, const float* scales,
-                             const std::int32_t* zero_points, std::size_t count) {
-  constexpr std::int64_t lo = std::numeric_limits<In>::min();
-  constexpr std::int64_t hi = std::numeric_limits<In>::max();
-  bool ok = scales_valid(scales, count);
-  if constexpr (!std::is_same<In, std::int32_t>::value) ok = ok && zero_points_within(zero_points, count, lo, hi);
-  if (!ok) fail_raw_params(what, indexed, scales, zero_points, count, lo, hi, " (the input type's range)");
+                             const std::int32_t* zero_points, std::size_t count, const Kernels* kernels) {
+  const IntRange r = full_range<In>();
+  if (!params_ok(scales, zero_points, count, r, kernels))
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the input type's range)");
 }
 
-// dequantize_covered after check_dequantize_params passed: only int32 inputs are left to
-// check (the others' zero points are inside their type; the loop again was a tenth of a
-// 4K-value per-channel call).
+// Whether the kernels cover the zero points after check_dequantize_params passed: only int32
+// inputs are left to check (the others' zero points are inside their type).
 template <class In>
 bool raw_dequantize_covered(const std::int32_t* zero_points, std::size_t count) {
   if constexpr (std::is_same<In, std::int32_t>::value) {
-    return dequantize_covered<In>(zero_points, count);
+    std::int32_t any = 0;
+    for (std::size_t i = 0; i < count; ++i) any |= zero_points[i];
+    return any == 0;
   } else {
     (void)zero_points;
     (void)count;
@@ -988,7 +1005,7 @@ void dequantize(const Q* q, std::size_t n, float scale, std::int32_t zero_point,
                 const Kernels* kernels = nullptr) {
   static_assert(detail::is_kernel_int_v<Q>,
                 "simd::dequantize: input must be int8/uint8/int16/uint16/int32");
-  detail::check_dequantize_params<Q>("simd::dequantize", false, &scale, &zero_point, 1);
+  detail::check_dequantize_params<Q>("simd::dequantize", false, &scale, &zero_point, 1, kernels);
   if (!detail::raw_dequantize_covered<Q>(&zero_point, 1)) {
     for (std::size_t i = 0; i < n; ++i) x[i] = ref::dequantize_value(q[i], scale, zero_point);
     return;
@@ -1016,7 +1033,7 @@ void dequantize_per_channel(const Q* q, std::size_t rows, std::size_t cols, int 
   if (axis != 0 && axis != 1)
     quantkit::detail::fail("simd::dequantize_per_channel: axis ", axis, "; expected 0 (rows) or 1 (columns)");
   const std::size_t count = axis == 0 ? rows : cols;
-  detail::check_dequantize_params<Q>("simd::dequantize_per_channel", true, scales, zero_points, count);
+  detail::check_dequantize_params<Q>("simd::dequantize_per_channel", true, scales, zero_points, count, kernels);
   if (!detail::raw_dequantize_covered<Q>(zero_points, count)) {
     for (std::size_t i = 0; i < rows; ++i)
       for (std::size_t j = 0; j < cols; ++j) {

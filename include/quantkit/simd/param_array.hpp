@@ -36,7 +36,8 @@ class ParamScratch {
   // allocate them itself. Give them back (give_back) before any block taken earlier.
   void* take(std::size_t bytes) {
     const std::size_t end = used_ + bytes;
-    if (bytes > kMaxBytes || end > kMaxBytes) return nullptr;  // too large to keep per thread
+    // too large to keep per thread (bytes on its own: used_ + bytes wraps for a huge count)
+    if (bytes > kMaxBytes || end > kMaxBytes) return nullptr;
     if (used_ == 0) {  // a call's first array: make room for what the last calls needed
       missed_ = 0;
       if (end > peak_) peak_ = end;

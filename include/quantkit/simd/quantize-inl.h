@@ -920,12 +920,15 @@ inline void Quantize(const QuantizeArgs& a) {
 
 // ------------------------------ Parameters
 
-// QuantizeParamsArgs (abi.hpp): per-channel and per-group calls convert their parameters on
-// every call, and the front end's scalar loop (SSE2 at best: it is compiled for the baseline)
-// was 9 % of a per-group-32 quantize of 16K values on Zen 5. The tail is that loop, so every
-// target checks with quantkit::detail::ParamTest's formula.
-template <bool kFactor>
+// QuantizeParamsArgs (abi.hpp): per-channel and per-group calls convert or check their
+// parameters on every call, and the front end's scalar loop (SSE2 at best: it is compiled for
+// the baseline) was 9 % of a per-group-32 quantize of 16K values and a third of the front end
+// of a per-group-32 dequantize of 4K on Zen 5. The tail is that loop, so every target checks
+// with quantkit::detail::ParamTest's formula. kZero: write zero (and factor when kFactor);
+// without it the pass only checks (dequantize's parameters).
+template <bool kZero, bool kFactor>
 HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
+  static_assert(kZero || !kFactor, "factor is written with zero");
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
   const hn::RebindToUnsigned<decltype(d)> du;
@@ -942,7 +945,7 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
   for (; i + N <= a.count; i += N) {
     const auto s = hn::LoadU(d, a.scale + i);
     const auto z = hn::LoadU(di, a.zero_point + i);
-    hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
+    if constexpr (kZero) hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
     if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
     // !(s > 0) | !(s <= FLT_MAX): NaN fails both
     const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
@@ -951,7 +954,7 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
   }
   std::uint32_t tail = 0;
   for (; i < a.count; ++i) {
-    a.zero[i] = static_cast<float>(a.zero_point[i]);
+    if constexpr (kZero) a.zero[i] = static_cast<float>(a.zero_point[i]);
     if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
     tail |= test.bad(a.scale[i], a.zero_point[i]);
   }
@@ -959,7 +962,8 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
 }
 
 inline std::uint32_t QuantizeParams(const QuantizeParamsArgs& a) {
-  return a.factor != nullptr ? QuantizeParamsLoop<true>(a) : QuantizeParamsLoop<false>(a);
+  if (a.zero == nullptr) return QuantizeParamsLoop<false, false>(a);
+  return a.factor != nullptr ? QuantizeParamsLoop<true, true>(a) : QuantizeParamsLoop<true, false>(a);
 }
 
 // ------------------------------ Dequantize
