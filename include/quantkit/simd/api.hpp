@@ -400,7 +400,7 @@ DequantizeParams dequantize_params(const QuantParams& p, const Kernels* kernels)
   constexpr IntRange kCovered = dequantize_zero_points<In>();
   const IntRange both{std::max(p.range.qmin, kCovered.qmin), std::min(p.range.qmax, kCovered.qmax)};
   if (both.qmin <= both.qmax && params_ok(s, z, count, both, kernels)) return DequantizeParams::kernels;
-  // Which failed, in the same branch-free loop as before (a failing call is not the fast path).
+  // Which of the two failed: one scalar pass, on failing calls only.
   const quantkit::detail::ParamTest test(p.range), covered(kCovered);
   std::uint32_t bad = 0, uncovered = 0;
   for (std::size_t i = 0; i < count; ++i) {
