@@ -26,6 +26,9 @@
 //   --qk_matrix_sizes=65536,16777216 sizes of the variant x granularity matrix (every single
 //                                    target too at sizes <= 1M elements)
 //   --qk_no_matrix                   only the sweep
+//   --qk_requant_layers=L            the "simd" requantize rows cycle through L layers'
+//                                    biases (random signs), as interleaved layers see them
+//   --qk_requant_positive_biases     those layers' biases all >= 0 (no sign to mispredict)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -613,6 +616,15 @@ int main(int argc, char** argv) {
         return 2;
       }
       quantkit::simd::detail::divider_bypass_storage() = v;
+    } else if (a.rfind("--qk_requant_layers=", 0) == 0) {
+      const int v = std::atoi(argv[i] + 20);
+      if (v < 1 || v > 4096) {
+        std::fprintf(stderr, "bench_kernels: --qk_requant_layers takes 1..4096, got '%s'\n", argv[i] + 20);
+        return 2;
+      }
+      qk_bench::requant_layers() = v;
+    } else if (a == "--qk_requant_positive_biases") {
+      qk_bench::requant_positive_biases() = true;
     } else if (a.rfind("--qk_stream_threshold=", 0) == 0) {
       // Calls moving more bytes than this store non-temporally (default: the last-level cache).
       const char* text = argv[i] + 22;

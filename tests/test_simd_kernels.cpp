@@ -638,6 +638,65 @@ TEST_CASE("simd: requantize -> uint8, int16, uint16, int32") {
   });
 }
 
+namespace {
+// Per-channel requantize with more channels than one 64-row group of the rows kernels, rows long
+// enough for their 4-vector blocks on every target (plus tails), biases of every side (0, > 0,
+// < 0, saturating) in random order: the rows run grouped by side, each output equal to the
+// reference's. Multipliers small enough (down to 2^-28) that INT32_MAX * m stays inside the
+// output range, so clamping the wrong side of x + bias, or not clamping, changes values.
+template <class Scheme, class Out>
+void check_requantize_rows_by_side(const qks::Kernels& k) {
+  std::mt19937 rng(4242);
+  const std::vector<double> ms = {0.001, 0x1p-28, 0.0123, 3e-8, 0.25, 0x1p-20, 0.9};
+  for (const qk::Dims& shape : {qk::Dims{130, 67}, qk::Dims{64, 64}, qk::Dims{65, 128}, qk::Dims{2, 70, 64},
+                                qk::Dims{70, 2, 64}}) {
+    for (int axis : {0, 1}) {
+      if (axis == 1 && shape.rank < 3) continue;
+      const auto channels = static_cast<std::size_t>(shape[axis]);
+      for (int pattern = 0; pattern < 4; ++pattern) {  // random sides; all > 0; all 0; all < 0
+        std::vector<double> m(channels);
+        for (std::size_t c = 0; c < channels; ++c) m[c] = ms[(c * 5 + 1) % ms.size()];
+        const qk::IntRange out = simd_test::range_of<Out>();
+        auto p = qk::RequantParams<Scheme>::make(m, out, out.qmin < 0 ? -3 : 20, "rows");
+        p.channel_axis = axis;
+        p.bias.resize(channels);
+        for (std::int32_t& b : p.bias) {
+          const std::uint32_t r = rng();
+          const std::int32_t mag = r % 7 == 0 ? simd_test::kI32Max - static_cast<std::int32_t>(r % 1000)
+                                                : static_cast<std::int32_t>(r % 50000) + 1;
+          const int side = pattern == 0 ? static_cast<int>((r >> 8) % 3) : pattern == 1 ? 1 : pattern == 2 ? 0 : 2;
+          b = side == 0 ? 0 : side == 1 ? mag : -mag;
+        }
+        const auto n = static_cast<std::size_t>(shape.product());
+        std::vector<std::int32_t> acc = simd_test::accumulators(n, static_cast<std::uint32_t>(n + pattern));
+        for (std::size_t i = 0; i < n; i += 5) acc[i] = (i / 5) % 2 ? simd_test::kI32Max - static_cast<std::int32_t>(i % 9)
+                                                                     : simd_test::kI32Min + static_cast<std::int32_t>(i % 9);
+        std::vector<Out> got(n), want(n);
+        const qk::View<const std::int32_t> a(acc.data(), shape, "acc");
+        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "rows");
+        qks::requantize(a, p, qk::View<Out>(got.data(), shape), "rows", k);
+        CAPTURE(shape.rank);
+        CAPTURE(shape[0]);
+        CAPTURE(axis);
+        CAPTURE(pattern);
+        QK_CHECK_SAME(got, want, acc);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: per-channel requantize rows grouped by their bias's side equal the reference") {
+  for_each_target("requantize rows by bias side", [](const qks::Kernels& k) {
+    check_requantize_rows_by_side<qk::FixedPointDoubleRounding, std::int8_t>(k);
+    check_requantize_rows_by_side<qk::FixedPointDoubleRounding, std::uint8_t>(k);
+    check_requantize_rows_by_side<qk::FixedPointDoubleRounding, std::int16_t>(k);
+    check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfEven>, std::int8_t>(k);
+    check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfAway>, std::uint8_t>(k);
+    check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfEven>, std::int16_t>(k);
+  });
+}
+
 TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lookup") {
   for_each_target("reductions", [](const qks::Kernels& k) {
     simd_test::check_minmax(&k);

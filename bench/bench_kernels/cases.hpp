@@ -84,6 +84,18 @@ struct Impl {
   bool sweep = true;  // also measured over every size (else only the variant matrix)
 };
 
+// --qk_requant_layers=L: the "simd" requantize rows cycle through L layers' parameters, call by
+// call (1: one layer, the default). See requantize_run in kernels_dispatch.cpp.
+inline int& requant_layers() {
+  static int layers = 1;
+  return layers;
+}
+// --qk_requant_positive_biases: those layers' biases are >= 0 (else of random sign).
+inline bool& requant_positive_biases() {
+  static bool positive = false;
+  return positive;
+}
+
 // The case's tensor shape and quantkit parameters, as quantkit::ref takes them (bench_kernels.cpp).
 quantkit::Dims dims_of(const Case& c);
 quantkit::QuantParams quant_params(const Case& c);

@@ -13,6 +13,8 @@
 #define QUANTKIT_SIMD_IMPLEMENTATION
 #include "quantkit/simd/implementation.hpp"
 
+#include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,22 @@ Run requantize_run(const qs::Kernels& k, const Case& c) {
   const qk::View<const std::int32_t> in(c.acc, dims_of(c));
   const qk::View<std::int8_t> out(c.q_out, dims_of(c));
   const qs::Kernels* kp = &k;
-  return [in, out, p, kp] { qs::requantize(in, p, out, std::string(), *kp); };
+  const int layers = requant_layers();
+  if (layers <= 1 || p.bias.empty()) return [in, out, p, kp] { qs::requantize(in, p, out, std::string(), *kp); };
+  // Layers interleaved, as a network runs them: the same constants, each layer's biases of
+  // random sign (layer 0's are the case's, which the check runs), so that per-row branches on
+  // the bias see a sequence the predictor cannot learn from one call to the next (with many
+  // layers); --qk_requant_positive_biases: the same layers with biases >= 0, to tell the
+  // branches' cost from the parameters' cache misses.
+  auto ps = std::make_shared<std::vector<qk::RequantParams<Scheme>>>(static_cast<std::size_t>(layers), p);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::int32_t> bias(requant_positive_biases() ? 0 : -100, 100);
+  for (std::size_t l = 1; l < ps->size(); ++l)
+    for (std::int32_t& b : (*ps)[l].bias) b = bias(rng);
+  return [in, out, ps, kp, i = std::size_t{0}]() mutable {
+    qs::requantize(in, (*ps)[i], out, std::string(), *kp);
+    i = i + 1 == ps->size() ? 0 : i + 1;
+  };
 }
 
 }  // namespace

@@ -322,6 +322,21 @@ F pick(const Kernels* kernels, F Kernels::*member, typename NonDeduced<F>::type 
 #define QUANTKIT_SIMD_STATIC_FN(name) &HWY_STATIC_DISPATCH(name)
 #endif
 
+// The target's quantize_params kernel over count parameters: zero / factor written unless
+// nullptr; true when every scale is finite and > 0 and every zero point lies in r.
+inline bool vector_params(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r,
+                          float* zero, float* factor, const Kernels* kernels) {
+  QuantizeParamsArgs a;
+  a.scale = scales;
+  a.zero_point = zero_points;
+  a.count = count;
+  a.qmin = r.qmin;
+  a.qmax = r.qmax;
+  a.zero = zero;
+  a.factor = factor;
+  return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
+}
+
 // The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
 // which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
 // same branch-free pass the values' check (QuantParams::validate's): returns false when a
@@ -335,17 +350,9 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
                           const Kernels* kernels) {
   const bool reciprocal = application != ScaleApplicationKind::divide;
   pf = reciprocal ? factor.data() : scales;
-  if (count > 1) {
-    QuantizeParamsArgs a;
-    a.scale = scales;
-    a.zero_point = zero_points;
-    a.count = count;
-    a.qmin = r.qmin;
-    a.qmax = r.qmax;
-    a.zero = zero.data();
-    a.factor = reciprocal ? factor.data() : nullptr;
-    return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
-  }
+  if (count > 1)
+    return vector_params(scales, zero_points, count, r, zero.data(), reciprocal ? factor.data() : nullptr,
+                         kernels);
   float* z = zero.data();
   const quantkit::detail::ParamTest test(r);
   std::uint32_t bad = 0;
@@ -365,15 +372,7 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
 // target's vectors (quantize_params without outputs), one inline.
 inline bool params_ok(const float* scales, const std::int32_t* zero_points, std::size_t count, IntRange r,
                       const Kernels* kernels) {
-  if (count > 1) {
-    QuantizeParamsArgs a;
-    a.scale = scales;
-    a.zero_point = zero_points;
-    a.count = count;
-    a.qmin = r.qmin;
-    a.qmax = r.qmax;
-    return pick(kernels, &Kernels::quantize_params, QUANTKIT_SIMD_STATIC_FN(QuantizeParams))(a) == 0;
-  }
+  if (count > 1) return vector_params(scales, zero_points, count, r, nullptr, nullptr, kernels);
   return quantkit::detail::params_valid(scales, zero_points, count, r);
 }
 
