@@ -676,36 +676,28 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
   return bits;
 }
 
-// row(k, side) for rows k = 0 .. count-1 (bias of row k at bias[at + k * dat]), side =
-// BiasSideOf(bias) as a std::integral_constant: per 64 rows, a bit mask of each side (the
-// biases compared on vectors when contiguous), then each side's rows in turn. No branch on a
-// sign: a per-row branch on it mispredicts once interleaved layers bring sign sequences the
-// predictor cannot learn (bench_kernels --qk_requant_layers=4096 on Zen 5, per channel at 4K:
-// 25-38 % slower than with biases >= 0), and clamping both sides instead costs every vector
-// an op (10-18 % slower where the branch predicts).
-template <class Row>
+// rows(k0, mask, side) for rows k = 0 .. count-1 (bias of row k at bias[at + k * dat]): per 64
+// rows from k0, one call per side = BiasSideOf(bias) (a std::integral_constant) with the bit
+// mask of that side's rows (bit i: row k0 + i; possibly 0), the biases compared on vectors when
+// contiguous. No branch on a sign: a per-row branch on it mispredicts once interleaved layers
+// bring sign sequences the predictor cannot learn (bench_kernels --qk_requant_layers=4096 on
+// Zen 5, per channel at 4K: 25-38 % slower than with biases >= 0), and clamping both sides
+// instead costs every vector an op (10-18 % slower where the branch predicts).
+template <class Rows>
 HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t count, std::int64_t at,
-                              std::int64_t dat, const Row& row) {
-  using None = std::integral_constant<int, kBiasNone>;
-  using Upper = std::integral_constant<int, kBiasUpper>;
-  using Lower = std::integral_constant<int, kBiasLower>;
-  if (dat == 0) {  // one bias for all rows
-    const std::int32_t b = bias[at];
-    for (std::size_t k = 0; k < count; ++k) {
-      if (b == 0) row(k, None());
-      else if (b > 0) row(k, Upper());
-      else row(k, Lower());
-    }
-    return;
-  }
+                              std::int64_t dat, const Rows& rows) {
   const hn::ScalableTag<std::int32_t> di;
   const std::size_t N = hn::Lanes(di);
   const auto zero = hn::Zero(di);
   for (std::size_t k0 = 0; k0 < count; k0 += 64) {
     const std::size_t m = HWY_MIN(std::size_t{64}, count - k0);
+    const std::uint64_t all = m == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1;
     const std::int32_t* HWY_RESTRICT b = bias + at + static_cast<std::int64_t>(k0) * dat;
     std::uint64_t below = 0, zeros = 0;
-    if (dat == 1 && m == 64 && N <= 64 && 64 % N == 0) {
+    if (dat == 0) {  // one bias for all rows
+      below = *b < 0 ? all : 0;
+      zeros = *b == 0 ? all : 0;
+    } else if (dat == 1 && m == 64 && N <= 64 && 64 % N == 0) {
       for (std::size_t j = 0; j < 64; j += N) {
         const auto v = hn::LoadU(di, b + j);
         below |= MaskBits64(di, hn::Lt(v, zero)) << j;
@@ -717,63 +709,96 @@ HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t
         zeros |= std::uint64_t{*b == 0} << j;
       }
     }
-    const std::uint64_t rows = m == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << m) - 1;
-    for (std::uint64_t t = zeros; t != 0; t &= t - 1) row(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(t), None());
-    for (std::uint64_t t = rows & ~(below | zeros); t != 0; t &= t - 1)
-      row(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(t), Upper());
-    for (std::uint64_t t = below; t != 0; t &= t - 1) row(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(t), Lower());
+    rows(k0, zeros, std::integral_constant<int, kBiasNone>());
+    rows(k0, all & ~(below | zeros), std::integral_constant<int, kBiasUpper>());
+    rows(k0, below, std::integral_constant<int, kBiasLower>());
   }
 }
 
-// Float scheme, no streaming, rows of at least one block: the call's constants (clamp, zero
-// point, store) set up once, each row's multiplier and bias in the loop (per-row setup through
-// RequantizeBlocks4 cost as much as a 64-value row's arithmetic); rows grouped by their bias's
-// side (ForRowsBySide). A non-finite multiplier's row and what a row's blocks leave go out of
-// line.
+// The rows of mask (bit i: row i, at x + i * sx, q + i * sq, parameters at + i * dat), whose
+// biases lie on kSide, one after another; a non-finite multiplier's row and what a row's
+// blocks leave go out of line. Out of line itself, so that each side's loop keeps the call's
+// constants in registers (three sides inlined into one loop nest spilled them: 3-5 % slower
+// at 64-value rows).
+template <class Out, class Round, int kSide, bool kLow, class Store>
+HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, const std::int32_t* x, std::ptrdiff_t sx,
+                                Out* q, std::ptrdiff_t sq, std::uint64_t mask, std::size_t n, std::int64_t at,
+                                std::int64_t dat) {
+  const std::int32_t lo_off = a.lo - a.zero_point;  // the caller checked FloatBoundsExact
+  const std::int32_t hi_off = a.hi - a.zero_point;
+  for (; mask != 0; mask &= mask - 1) {
+    const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
+    const std::int64_t p = at + i * dat;
+    const std::int32_t* xr = x + i * sx;
+    Out* qr = q + i * sq;
+    const float m = a.kf[p];
+    if (!std::isfinite(m)) {
+      RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
+      continue;
+    }
+    const std::size_t done = FloatBlocks4<Out, Round, kSide, kLow>(a, m, a.bias[p], lo_off, hi_off, store, xr, qr, n);
+    if (done < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + done, qr + done, n - done, p);
+  }
+}
+
+// Float scheme, no streaming, rows of at least one block: the call's store set up once, the
+// rows grouped by their bias's side (ForRowsBySide), each group through FloatMaskRows (each
+// row's multiplier and bias in its loop: per-row setup through RequantizeBlocks4 cost as much as
+// a 64-value row's arithmetic).
 template <class Out, class Round>
 HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                             std::int64_t dat) {
-  const std::int32_t lo_off = a.lo - a.zero_point;  // the caller checked FloatBoundsExact
-  const std::int32_t hi_off = a.hi - a.zero_point;
-  const float* HWY_RESTRICT kf = a.kf;
-  const std::int32_t* HWY_RESTRICT kb = a.bias;
   // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
   WithFloatStore<Out>(a, [&](auto low, const auto& store) {
-    ForRowsBySide(kb, count, at, dat, [&](std::size_t k, auto side) QUANTKIT_LAMBDA_INLINE {
-      const std::int64_t p = at + static_cast<std::int64_t>(k) * dat;
-      const std::int32_t* xr = x + static_cast<std::ptrdiff_t>(k) * sx;
-      Out* qr = q + static_cast<std::ptrdiff_t>(k) * sq;
-      const float m = kf[p];
-      if (!std::isfinite(m)) return RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
-      const std::size_t i = FloatBlocks4<Out, Round, decltype(side)::value, decltype(low)::value>(
-          a, m, kb[p], lo_off, hi_off, store, xr, qr, n);
-      if (i < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + i, qr + i, n - i, p);
+    ForRowsBySide(a.bias, count, at, dat, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+      if (mask == 0) return;
+      const auto k = static_cast<std::ptrdiff_t>(k0);
+      FloatMaskRows<Out, Round, decltype(side)::value, decltype(low)::value>(
+          a, store, x + k * sx, sx, q + k * sq, sq, mask, n, at + static_cast<std::int64_t>(k0) * dat, dat);
     });
   });
 }
 
-// Fixed point, no streaming: each row's FixedPointFast decided and its vectors set up in the
-// loop (the call's constants stay in registers; a table of the rows' constants made first
-// measured slower), rows grouped by their bias's side (ForRowsBySide); rows the fast path does
-// not take, and what a row's blocks leave, go out of line.
-template <class Out, bool kClamp>
-HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
-                                 std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
-                                 std::int64_t dat) {
+// FloatMaskRows for FixedPointRows: each row's FixedPointFast decided and its vectors set up
+// in the loop (the call's constants stay in registers; a table of the rows' constants made
+// first measured slower); rows the fast path does not take, and what a row's blocks leave, go
+// out of line.
+template <class Out, bool kClamp, int kSide>
+HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                                     std::ptrdiff_t sq, std::uint64_t mask, std::size_t n, std::int64_t at,
+                                     std::int64_t dat) {
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
   const std::int32_t* HWY_RESTRICT kl = a.k[1];
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
-  ForRowsBySide(kb, count, at, dat, [&](std::size_t k, auto side) QUANTKIT_LAMBDA_INLINE {
-    const std::int64_t p = at + static_cast<std::int64_t>(k) * dat;
-    const std::int32_t* xr = x + static_cast<std::ptrdiff_t>(k) * sx;
-    Out* qr = q + static_cast<std::ptrdiff_t>(k) * sq;
+  for (; mask != 0; mask &= mask - 1) {
+    const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
+    const std::int64_t p = at + i * dat;
+    const std::int32_t* xr = x + i * sx;
+    Out* qr = q + i * sq;
     const FixedPointFast f(kq[p], kl[p], kr[p], kb[p], zp);
-    if (!f.ok) return RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr, qr, n, p);
-    const std::size_t i = FixedPointBlocks4<Out, kClamp, decltype(side)::value>(a, f, xr, qr, n);
-    if (i < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + i, qr + i, n - i, p);
+    if (!f.ok) {
+      RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr, qr, n, p);
+      continue;
+    }
+    const std::size_t done = FixedPointBlocks4<Out, kClamp, kSide>(a, f, xr, qr, n);
+    if (done < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + done, qr + done, n - done, p);
+  }
+}
+
+// Fixed point, no streaming: the rows grouped by their bias's side (ForRowsBySide), each
+// group through FixedPointMaskRows.
+template <class Out, bool kClamp>
+HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                                 std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
+                                 std::int64_t dat) {
+  ForRowsBySide(a.bias, count, at, dat, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+    if (mask == 0) return;
+    const auto k = static_cast<std::ptrdiff_t>(k0);
+    FixedPointMaskRows<Out, kClamp, decltype(side)::value>(a, x + k * sx, sx, q + k * sq, sq, mask, n,
+                                                           at + static_cast<std::int64_t>(k0) * dat, dat);
   });
 }
 
