@@ -348,15 +348,14 @@ struct FixedPointFast {
   }
 };
 
-// The bound(s) of BiasClamp a run applies, from the sign of its bias (BiasSideOf): only the
-// bound on the bias's side can bite.
+// The bound(s) of BiasClamp a run applies, from the sign of its bias: only the bound on the
+// bias's side can bite.
 enum BiasSide : int {
   kBiasNone = 0,   // bias == 0: no clamp, no add
   kBiasUpper = 1,  // bias > 0: x <= INT32_MAX - bias
   kBiasLower = 2,  // bias < 0: x >= INT32_MIN - bias
   kBiasBoth = 3,   // either sign (both bounds; one of them a no-op)
 };
-inline int BiasSideOf(std::int32_t bias) { return bias == 0 ? kBiasNone : bias > 0 ? kBiasUpper : kBiasLower; }
 
 // One vector of the fast path (see FixedPointFast): the run's constants in registers.
 template <class DI, bool kClamp, int kSide = kBiasBoth>
@@ -447,7 +446,7 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
-// kSide: BiasSideOf(bias) (kBiasNone: no clamp and no add). !kLow: no max with lo'
+// kSide: the bias's BiasSide (kBiasNone: no clamp and no add). !kLow: no max with lo'
 // (ByteBlockPacker clamps).
 inline bool FloatBoundsExact(std::int32_t lo_off, std::int32_t hi_off) {
   constexpr std::int32_t kExact = std::int32_t{1} << 24;
@@ -472,7 +471,7 @@ struct FloatStep {
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
     const hn::RebindToFloat<DI> df;
     V v = hn::LoadU(di, p);
-    static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass BiasSideOf(bias)");
+    static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass the bias's BiasSide");
     if constexpr (kSide == kBiasUpper) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == kBiasLower) v = hn::Add(hn::Max(v, xb), bias);
     const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
@@ -489,8 +488,8 @@ struct FloatStep {
   }
 };
 
-// Whole 4-vector blocks of one run of RqFloat<Round> through FloatStep; kSide ==
-// BiasSideOf(bias). Returns the elements done.
+// Whole 4-vector blocks of one run of RqFloat<Round> through FloatStep; kSide: the bias's
+// BiasSide. Returns the elements done.
 template <class Out, class Round, int kSide, bool kLow, class Store>
 HWY_INLINE std::size_t FloatBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
                                     std::int32_t hi_off, const Store& store, const std::int32_t* HWY_RESTRICT x,
@@ -677,7 +676,7 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
 }
 
 // rows(k0, mask, side) for rows k = 0 .. count-1 (bias of row k at bias[at + k * dat]): per 64
-// rows from k0, one call per side = BiasSideOf(bias) (a std::integral_constant) with the bit
+// rows from k0, one call per BiasSide of the biases (a std::integral_constant) with the bit
 // mask of that side's rows (bit i: row k0 + i; possibly 0), the biases compared on vectors when
 // contiguous. No branch on a sign: a per-row branch on it mispredicts once interleaved layers
 // bring sign sequences the predictor cannot learn (bench_kernels --qk_requant_layers=4096 on
