@@ -561,6 +561,58 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
           CHECK(got == want);  // counted
         }
       }
+      // many channels (the rows kernels' 64-row groups decide the fast path on vectors):
+      // neighbouring channels cycle through every constant pair and bias
+      for (const qk::Dims& shape : {qk::Dims{130, 64}, qk::Dims{2, 70, 64}}) {
+        const int axis = shape.rank - 2;
+        const auto channels = static_cast<std::size_t>(shape[axis]);
+        qk::RequantParams<Scheme> p;
+        for (std::size_t c = 0; c < channels; ++c) {
+          p.constants.push_back(constants[(c + static_cast<std::size_t>(zp_case)) % constants.size()]);
+          p.bias.push_back(biases[(c * 7 + static_cast<std::size_t>(relu)) % biases.size()]);
+        }
+        p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
+        p.clamp_min = relu ? p.output_zero_point : out.qmin;
+        p.clamp_max = out.qmax;
+        p.channel_axis = axis;
+        const auto n = static_cast<std::size_t>(shape.product());
+        std::vector<std::int32_t> big(n);
+        for (std::size_t i = 0; i < n; ++i) big[i] = acc[i % acc.size()];
+        const qk::View<const std::int32_t> a(big.data(), shape);
+        std::vector<Out> want(n), got(n);
+        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+        qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+        CAPTURE(shape.rank);
+        CAPTURE(p.output_zero_point);
+        CAPTURE(p.clamp_min);
+        QK_CHECK_SAME(got, want, big);
+        CHECK(got == want);  // counted
+      }
+      // per tensor: one constant pair and one bias for all 1000 (the run's side of the bias
+      // clamp picked once per call), a quarter of the pairs under the sanitizers
+      for (std::size_t c = 0; c < constants.size(); ++c) {
+        for (std::size_t b = 0; b < biases.size(); ++b) {
+          if (QK_TEST_SANITIZED && (b + c + zp_case + relu) % 4 != 0) continue;
+          qk::RequantParams<Scheme> p;
+          p.constants = {constants[c]};
+          p.bias = {biases[b]};
+          p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
+          p.clamp_min = relu ? p.output_zero_point : out.qmin;
+          p.clamp_max = out.qmax;
+          const qk::Dims shape{static_cast<std::int64_t>(acc.size())};
+          const qk::View<const std::int32_t> a(acc.data(), shape);
+          std::vector<Out> want(acc.size()), got(acc.size());
+          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+          CAPTURE(constants[c].multiplier);
+          CAPTURE(constants[c].shift);
+          CAPTURE(biases[b]);
+          CAPTURE(p.output_zero_point);
+          CAPTURE(p.clamp_min);
+          QK_CHECK_SAME(got, want, acc);
+          CHECK(got == want);  // counted
+        }
+      }
     }
   }
 }

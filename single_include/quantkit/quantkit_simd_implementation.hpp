@@ -6000,6 +6000,21 @@ struct FixedPointFast {
     nudge = static_cast<std::uint64_t>(std::int64_t{bias} * qm) + (std::uint64_t{1} << 30) +
             (static_cast<std::uint64_t>(c64) << 31);
   }
+  // The constants of a run known to take the fast path (FixedPointSlowBits clear: ok), without
+  // deciding it again: c64 fits int32, so c is its low 32 bits.
+  struct Taken {};
+  FixedPointFast(std::int32_t qm, std::int32_t right_shift, std::int32_t bias, std::int32_t zero_point, Taken)
+      : nudge(0),
+        c(static_cast<std::int32_t>((2u * static_cast<std::uint32_t>(zero_point) + 1u)
+                                    << ((right_shift - 1) & 31))),
+        right(right_shift),
+        q(qm),
+        xlo(BiasClamp(bias).lo),
+        xhi(BiasClamp(bias).hi),
+        ok(true) {
+    nudge = static_cast<std::uint64_t>(std::int64_t{bias} * qm) + (std::uint64_t{1} << 30) +
+            (static_cast<std::uint64_t>(std::int64_t{c}) << 31);
+  }
 };
 
 // The bound(s) of BiasClamp a run applies, from the sign of its bias: only the bound on the
@@ -6020,14 +6035,18 @@ struct FixedPointStep {
   VW nudge;
   int right;
   HWY_INLINE FixedPointStep(DI di, const FixedPointFast& f, std::int32_t out_lo, std::int32_t out_hi)
-      : xlo(hn::Set(di, f.xlo)),
-        xhi(hn::Set(di, f.xhi)),
-        vq(hn::Set(di, f.q)),
-        c(hn::Set(di, f.c)),
-        lo(hn::Set(di, out_lo)),
-        hi(hn::Set(di, out_hi)),
-        nudge(hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), f.nudge))),
-        right(f.right) {}
+      : lo(hn::Set(di, out_lo)), hi(hn::Set(di, out_hi)) {
+    SetRun(di, f);
+  }
+  // A run's constants (per-channel rows: each row's), the call's output bounds kept.
+  HWY_INLINE void SetRun(DI di, const FixedPointFast& f) {
+    xlo = hn::Set(di, f.xlo);
+    xhi = hn::Set(di, f.xhi);
+    vq = hn::Set(di, f.q);
+    c = hn::Set(di, f.c);
+    nudge = hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), f.nudge));
+    right = f.right;
+  }
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
     // the bias itself is in the nudge: only the clamp of x + bias's saturation here
     const V v = hn::LoadU(di, p);
@@ -6046,13 +6065,14 @@ struct FixedPointStep {
 };
 
 // Whole 4-vector blocks of step(di, p), stored by store(stream, r0, r1, r2, r3, p) with
-// non-temporal stores when a.stream (std::true_type). Returns the elements done.
-template <class Out, class Step, class Store, class DI>
+// non-temporal stores when a.stream (std::true_type; !kMayStream: the caller knows a.stream is
+// false, and a row loop reads neither it nor the prefetch distance). Returns the elements done.
+template <class Out, bool kMayStream = true, class Step, class Store, class DI>
 HWY_INLINE std::size_t StepBlocks4(DI di, const RequantizeArgs& a, const Step& step, const Store& store,
                                    const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q, std::size_t n) {
   using V = hn::Vec<DI>;
   const std::size_t N = hn::Lanes(di);
-  const std::size_t ahead = a.stream_prefetch;
+  const std::size_t ahead = kMayStream ? a.stream_prefetch : 0;
   const auto block = [&](std::size_t i, auto stream) {
     PrefetchStreamInput<decltype(stream)::value>(x + i, 4 * N * sizeof(std::int32_t), ahead);
     const V r0 = step(di, x + i);
@@ -6062,7 +6082,7 @@ HWY_INLINE std::size_t StepBlocks4(DI di, const RequantizeArgs& a, const Step& s
     store(stream, r0, r1, r2, r3, q + i);
   };
   std::size_t i = 0;
-  if (a.stream && n >= 8 * N) {
+  if (kMayStream && a.stream && n >= 8 * N) {
     // Non-temporal stores need aligned addresses: one ordinary block first, then aligned
     // blocks from the first aligned address in it (rewriting the overlap with the same values;
     // q and x do not alias). RequantizeWith fences once at the end.
@@ -6117,11 +6137,21 @@ struct FloatStep {
   V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
-      : xb(hn::Set(di, kSide == kBiasLower ? BiasClamp(b).lo : BiasClamp(b).hi)),
-        bias(hn::Set(di, b)),
+      : xb(hn::Zero(di)),
+        bias(hn::Zero(di)),
         lo(hn::Set(di, lo_off)),
-        m(hn::Set(hn::RebindToFloat<DI>(), mult)),
-        hi(hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {}
+        m(hn::Zero(hn::RebindToFloat<DI>())),
+        hi(hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {
+    SetRun(di, mult, b);
+  }
+  // A run's multiplier and bias (per-channel rows: each row's), the call's bounds kept. The
+  // bound from the bias vector (INT32_MAX - b for b > 0, INT32_MIN - b for b < 0: BiasClamp's
+  // on its side), not through a scalar select and a second broadcast.
+  HWY_INLINE void SetRun(DI di, float mult, std::int32_t b) {
+    m = hn::Set(hn::RebindToFloat<DI>(), mult);
+    bias = hn::Set(di, b);
+    xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
+  }
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
     const hn::RebindToFloat<DI> df;
     V v = hn::LoadU(di, p);
@@ -6330,15 +6360,16 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
 }
 
 // rows(k0, mask, side) for rows k = 0 .. count-1 (bias of row k at bias[at + k * dat]): per 64
-// rows from k0, one call per BiasSide of the biases (a std::integral_constant) with the bit
-// mask of that side's rows (bit i: row k0 + i; possibly 0), the biases compared on vectors when
-// contiguous. No branch on a sign: a per-row branch on it mispredicts once interleaved layers
+// rows from k0, first out_of_line(k0, m) (m rows from k0), which runs the rows its fast path
+// cannot take and returns their bit mask, then one call per BiasSide of the biases (a
+// std::integral_constant) with the bit mask of that side's other rows (bit i: row k0 + i;
+// possibly 0), the biases compared on vectors when contiguous. No branch on a sign: a per-row branch on it mispredicts once interleaved layers
 // bring sign sequences the predictor cannot learn (bench_kernels --qk_requant_layers=4096 on
 // Zen 5, per channel at 4K: 25-38 % slower than with biases >= 0), and clamping both sides
 // instead costs every vector an op (10-18 % slower where the branch predicts).
-template <class Rows>
+template <class OutOfLine, class Rows>
 HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t count, std::int64_t at,
-                              std::int64_t dat, const Rows& rows) {
+                              std::int64_t dat, const OutOfLine& out_of_line, const Rows& rows) {
   const hn::ScalableTag<std::int32_t> di;
   const std::size_t N = hn::Lanes(di);
   const auto zero = hn::Zero(di);
@@ -6362,9 +6393,10 @@ HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t
         zeros |= std::uint64_t{*b == 0} << j;
       }
     }
-    rows(k0, zeros, std::integral_constant<int, kBiasNone>());
-    rows(k0, all & ~(below | zeros), std::integral_constant<int, kBiasUpper>());
-    rows(k0, below, std::integral_constant<int, kBiasLower>());
+    const std::uint64_t done = out_of_line(k0, m);  // bits of the rows it ran
+    rows(k0, zeros & ~done, std::integral_constant<int, kBiasNone>());
+    rows(k0, all & ~(below | zeros | done), std::integral_constant<int, kBiasUpper>());
+    rows(k0, below & ~done, std::integral_constant<int, kBiasLower>());
   }
 }
 
@@ -6377,21 +6409,33 @@ template <class Out, class Round, int kSide, bool kLow, class Store>
 HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, const std::int32_t* x, std::ptrdiff_t sx,
                                 Out* q, std::ptrdiff_t sq, std::uint64_t mask, std::size_t n, std::int64_t at,
                                 std::int64_t dat) {
-  const std::int32_t lo_off = a.lo - a.zero_point;  // the caller checked FloatBoundsExact
-  const std::int32_t hi_off = a.hi - a.zero_point;
+  const hn::ScalableTag<std::int32_t> di;
+  // the caller checked FloatBoundsExact and took the rows of non-finite multipliers
+  FloatStep<decltype(di), Round, kSide, kLow> step(di, 1.0f, 0, a.lo - a.zero_point, a.hi - a.zero_point);
+  const float* HWY_RESTRICT kf = a.kf;
+  const std::int32_t* HWY_RESTRICT kb = a.bias;
   for (; mask != 0; mask &= mask - 1) {
     const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
     const std::int64_t p = at + i * dat;
     const std::int32_t* xr = x + i * sx;
     Out* qr = q + i * sq;
-    const float m = a.kf[p];
-    if (!std::isfinite(m)) {
-      RequantizeRun<Out, RqFloat<Round>, false>(&a, xr, qr, n, p);
-      continue;
-    }
-    const std::size_t done = FloatBlocks4<Out, Round, kSide, kLow>(a, m, a.bias[p], lo_off, hi_off, store, xr, qr, n);
+    step.SetRun(di, kf[p], kb[p]);
+    const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
     if (done < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + done, qr + done, n - done, p);
   }
+}
+
+// Bit j of the result (j < m <= 64): the j-th multiplier from kf (stride dkf) is not finite.
+inline std::uint64_t NonFiniteBits(const float* HWY_RESTRICT kf, std::size_t m, std::int64_t dkf) {
+  const hn::ScalableTag<float> df;
+  const std::size_t N = hn::Lanes(df);
+  std::uint64_t bits = 0;
+  if (dkf == 1 && m == 64 && N <= 64 && 64 % N == 0) {
+    for (std::size_t j = 0; j < 64; j += N) bits |= MaskBits64(df, hn::Not(hn::IsFinite(hn::LoadU(df, kf + j)))) << j;
+  } else {
+    for (std::size_t j = 0; j < m; ++j) bits |= std::uint64_t{!std::isfinite(kf[static_cast<std::int64_t>(j) * dkf])} << j;
+  }
+  return bits;
 }
 
 // Float scheme, no streaming, rows of at least one block: the call's store set up once, the
@@ -6404,7 +6448,17 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
                             std::int64_t dat) {
   // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
   WithFloatStore<Out>(a, [&](auto low, const auto& store) {
-    ForRowsBySide(a.bias, count, at, dat, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+    // rows of a non-finite multiplier through RqFloat (FloatStep needs float(x') * m not NaN)
+    const auto non_finite = [&](std::size_t k0, std::size_t m) {
+      const std::int64_t p0 = at + static_cast<std::int64_t>(k0) * dat;
+      const std::uint64_t bits = NonFiniteBits(a.kf + p0, m, dat);
+      for (std::uint64_t b = bits; b != 0; b &= b - 1) {
+        const auto i = static_cast<std::ptrdiff_t>(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(b));
+        RequantizeRun<Out, RqFloat<Round>, false>(&a, x + i * sx, q + i * sq, n, at + i * dat);
+      }
+      return bits;
+    };
+    ForRowsBySide(a.bias, count, at, dat, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
       if (mask == 0) return;
       const auto k = static_cast<std::ptrdiff_t>(k0);
       FloatMaskRows<Out, Round, decltype(side)::value, decltype(low)::value>(
@@ -6413,30 +6467,67 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
   });
 }
 
-// FloatMaskRows for FixedPointRows: each row's FixedPointFast decided and its vectors set up
-// in the loop (the call's constants stay in registers; a table of the rows' constants made
-// first measured slower); rows the fast path does not take, and what a row's blocks leave, go
-// out of line.
+// Bit j of the result (j < m <= 64): the constants of row j (at p0 + j * dp) are not the fast
+// path's (!FixedPointFast::ok). On vectors when contiguous, without 64-bit lanes: with
+// u = |2 zp + 1|, s = right - 1, |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q|
+// are |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s.
+inline std::uint64_t FixedPointSlowBits(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp) {
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToUnsigned<decltype(di)> du;
+  const std::size_t N = hn::Lanes(di);
+  std::uint64_t bits = 0;
+  if (dp == 1 && m == 64 && N <= 64 && 64 % N == 0) {
+    const std::int64_t u64 = 2 * std::int64_t{a.zero_point} + 1;
+    const std::int64_t u = u64 < 0 ? -u64 : u64;
+    if (u > kI32Max) return ~std::uint64_t{0};  // |c64| >= 2^31 for every right shift
+    const auto vu = hn::Set(di, static_cast<std::int32_t>(u));
+    const auto one = hn::Set(di, 1);
+    for (std::size_t j = 0; j < 64; j += N) {
+      const auto q = hn::LoadU(di, a.k[0] + p0 + j);
+      const auto left = hn::LoadU(di, a.k[1] + p0 + j);
+      const auto right = hn::LoadU(di, a.k[2] + p0 + j);
+      const auto shape_ok = hn::And(hn::And(hn::Eq(left, hn::Zero(di)), hn::Gt(right, hn::Zero(di))),
+                                    hn::And(hn::Lt(right, hn::Set(di, 32)), hn::Ne(q, hn::Set(di, kI32Min))));
+      const auto room = hn::Sub(hn::Set(du, static_cast<std::uint32_t>(kI32Max)), hn::BitCast(du, hn::Abs(q)));
+      const auto s = hn::BitCast(du, hn::And(hn::Sub(right, one), hn::Set(di, 31)));
+      const auto fits = hn::Not(hn::Lt(hn::BitCast(di, hn::operator>>(room, s)), vu));  // <= 2^31 - 1: signed
+      bits |= MaskBits64(di, hn::Not(hn::And(shape_ok, fits))) << j;
+    }
+  } else {
+    for (std::size_t j = 0; j < m; ++j) {
+      const std::int64_t p = p0 + static_cast<std::int64_t>(j) * dp;
+      bits |= std::uint64_t{!FixedPointFast(a.k[0][p], a.k[1][p], a.k[2][p], 0, a.zero_point).ok} << j;
+    }
+  }
+  return bits;
+}
+
+// FloatMaskRows for FixedPointRows, over rows the fast path takes (the caller ran the others):
+// each row's FixedPointFast constants made and set in the loop (the call's constants stay in
+// registers; a table of the rows' constants made first measured slower); what a row's blocks
+// leave goes out of line.
 template <class Out, bool kClamp, int kSide>
 HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                      std::ptrdiff_t sq, std::uint64_t mask, std::size_t n, std::int64_t at,
                                      std::int64_t dat) {
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
-  const std::int32_t* HWY_RESTRICT kl = a.k[1];
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   const std::int32_t zp = a.zero_point;
+  const hn::ScalableTag<std::int32_t> di;
+  const auto zero = hn::Zero(di);
+  const auto store = [&](auto stream, auto r0, auto r1, auto r2, auto r3, Out* to) {
+    StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zero, to);
+  };
+  // the call's output bounds set once (a dummy run's constants until the first row's)
+  FixedPointStep<decltype(di), kClamp, kSide> step(di, FixedPointFast(1 << 30, 0, 1, 0, 0), a.lo, a.hi);
   for (; mask != 0; mask &= mask - 1) {
     const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
     const std::int64_t p = at + i * dat;
     const std::int32_t* xr = x + i * sx;
     Out* qr = q + i * sq;
-    const FixedPointFast f(kq[p], kl[p], kr[p], kb[p], zp);
-    if (!f.ok) {
-      RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr, qr, n, p);
-      continue;
-    }
-    const std::size_t done = FixedPointBlocks4<Out, kClamp, kSide>(a, f, xr, qr, n);
+    step.SetRun(di, FixedPointFast(kq[p], kr[p], kb[p], zp, FixedPointFast::Taken()));
+    const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
     if (done < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + done, qr + done, n - done, p);
   }
 }
@@ -6447,7 +6538,17 @@ template <class Out, bool kClamp>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                                  std::int64_t dat) {
-  ForRowsBySide(a.bias, count, at, dat, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+  // rows whose constants the fast path does not take through RqFixedPointDouble
+  const auto slow = [&](std::size_t k0, std::size_t m) {
+    const std::int64_t p0 = at + static_cast<std::int64_t>(k0) * dat;
+    const std::uint64_t bits = FixedPointSlowBits(a, p0, m, dat);
+    for (std::uint64_t b = bits; b != 0; b &= b - 1) {
+      const auto i = static_cast<std::ptrdiff_t>(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(b));
+      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i * sx, q + i * sq, n, at + i * dat);
+    }
+    return bits;
+  };
+  ForRowsBySide(a.bias, count, at, dat, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
     if (mask == 0) return;
     const auto k = static_cast<std::ptrdiff_t>(k0);
     FixedPointMaskRows<Out, kClamp, decltype(side)::value>(a, x + k * sx, sx, q + k * sq, sq, mask, n,
