@@ -572,10 +572,18 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
     const FixedPointFast f(a, at);
     if (f.ok) {
-      // the saturating demotion (StoreQuantized4) clamps to the output type's range
-      if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
-        return FixedPointBlocks4<Out, false>(a, f, x, q, n);
-      return FixedPointBlocks4<Out, true>(a, f, x, q, n);
+      // the saturating demotion (StoreQuantized4) clamps to the output type's range; the bias
+      // clamp on its side only (none without a bias: per-tensor layers mostly)
+      const bool full = a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max();
+      const std::int32_t b = a.bias[at];
+      if (b == 0)
+        return full ? FixedPointBlocks4<Out, false, kBiasNone>(a, f, x, q, n)
+                    : FixedPointBlocks4<Out, true, kBiasNone>(a, f, x, q, n);
+      if (b > 0)
+        return full ? FixedPointBlocks4<Out, false, kBiasUpper>(a, f, x, q, n)
+                    : FixedPointBlocks4<Out, true, kBiasUpper>(a, f, x, q, n);
+      return full ? FixedPointBlocks4<Out, false, kBiasLower>(a, f, x, q, n)
+                  : FixedPointBlocks4<Out, true, kBiasLower>(a, f, x, q, n);
     }
   }
   if constexpr (Scheme::kFloat) {
