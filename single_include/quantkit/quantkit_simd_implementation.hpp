@@ -6371,10 +6371,11 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
 // rows from k0, first out_of_line(k0, m) (m rows from k0), which runs the rows its fast path
 // cannot take and returns their bit mask, then one call per BiasSide of the biases (a
 // std::integral_constant) with the bit mask of that side's other rows (bit i: row k0 + i;
-// possibly 0), the biases compared on vectors when contiguous. No branch on a sign: a per-row branch on it mispredicts once interleaved layers
-// bring sign sequences the predictor cannot learn (bench_kernels --qk_requant_layers=4096 on
-// Zen 5, per channel at 4K: 25-38 % slower than with biases >= 0), and clamping both sides
-// instead costs every vector an op (10-18 % slower where the branch predicts).
+// possibly 0), the biases compared on vectors when contiguous. No branch on a sign: a per-row
+// branch on it mispredicts once interleaved layers bring sign sequences the predictor cannot
+// learn (bench_kernels --qk_requant_layers=4096 on Zen 5, per channel at 4K: 25-38 % slower
+// than with biases >= 0), and clamping both sides instead costs every vector an op (10-18 %
+// slower where the branch predicts).
 template <class OutOfLine, class Rows>
 HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t count, std::int64_t at,
                               std::int64_t dat, const OutOfLine& out_of_line, const Rows& rows) {
