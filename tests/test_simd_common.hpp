@@ -533,6 +533,22 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
                                 kI32Max, kI32Max - 1, kI32Max - 2, kI32Max - 3, kI32Max - 4,
                                 -1, 0, 1, -(1 << 30), 1 << 30};
   for (std::size_t i = 0; i < acc.size(); i += 3) acc[i] = edges[(i / 3) % (sizeof(edges) / sizeof(edges[0]))];
+  // the kernels' result of p over input (shape) equals the reference's
+  const auto check = [k](const qk::RequantParams<Scheme>& p, const qk::Dims& shape,
+                         const std::vector<std::int32_t>& input) {
+    const qk::View<const std::int32_t> a(input.data(), shape);
+    std::vector<Out> want(input.size()), got(input.size());
+    qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+    qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+    CAPTURE(shape.to_string());
+    CAPTURE(p.constants[0].multiplier);
+    CAPTURE(p.constants[0].shift);
+    CAPTURE(p.bias[0]);
+    CAPTURE(p.output_zero_point);
+    CAPTURE(p.clamp_min);
+    QK_CHECK_SAME(got, want, input);
+    CHECK(got == want);  // counted
+  };
   for (int zp_case = 0; zp_case < 2; ++zp_case) {
     for (int relu = 0; relu < 2; ++relu) {
       // two constant rows of 500 (axis 0): one constant pair per call, every bias (under the
@@ -547,18 +563,7 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
           p.clamp_min = relu ? p.output_zero_point : out.qmin;
           p.clamp_max = out.qmax;
           p.channel_axis = 0;
-          const qk::Dims shape{2, 500};
-          const qk::View<const std::int32_t> a(acc.data(), shape);
-          std::vector<Out> want(acc.size()), got(acc.size());
-          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
-          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
-          CAPTURE(constants[c].multiplier);
-          CAPTURE(constants[c].shift);
-          CAPTURE(biases[b]);
-          CAPTURE(p.output_zero_point);
-          CAPTURE(p.clamp_min);
-          QK_CHECK_SAME(got, want, acc);
-          CHECK(got == want);  // counted
+          check(p, qk::Dims{2, 500}, acc);
         }
       }
       // many channels (the rows kernels' 64-row groups decide the fast path on vectors):
@@ -575,18 +580,9 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
         p.clamp_min = relu ? p.output_zero_point : out.qmin;
         p.clamp_max = out.qmax;
         p.channel_axis = axis;
-        const auto n = static_cast<std::size_t>(shape.product());
-        std::vector<std::int32_t> big(n);
-        for (std::size_t i = 0; i < n; ++i) big[i] = acc[i % acc.size()];
-        const qk::View<const std::int32_t> a(big.data(), shape);
-        std::vector<Out> want(n), got(n);
-        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
-        qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
-        CAPTURE(shape.rank);
-        CAPTURE(p.output_zero_point);
-        CAPTURE(p.clamp_min);
-        QK_CHECK_SAME(got, want, big);
-        CHECK(got == want);  // counted
+        std::vector<std::int32_t> big(static_cast<std::size_t>(shape.product()));
+        for (std::size_t i = 0; i < big.size(); ++i) big[i] = acc[i % acc.size()];
+        check(p, shape, big);
       }
       // per tensor: one constant pair and one bias for all 1000 (the run's side of the bias
       // clamp picked once per call), a quarter of the pairs under the sanitizers
@@ -594,23 +590,12 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
         for (std::size_t b = 0; b < biases.size(); ++b) {
           if (QK_TEST_SANITIZED && (b + c + zp_case + relu) % 4 != 0) continue;
           qk::RequantParams<Scheme> p;
-          p.constants = {constants[c]};
-          p.bias = {biases[b]};
+          p.constants.assign(1, constants[c]);  // (= {x}: a bogus -Wnonnull of GCC 12 at -O3)
+          p.bias.assign(1, biases[b]);
           p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
           p.clamp_min = relu ? p.output_zero_point : out.qmin;
           p.clamp_max = out.qmax;
-          const qk::Dims shape{static_cast<std::int64_t>(acc.size())};
-          const qk::View<const std::int32_t> a(acc.data(), shape);
-          std::vector<Out> want(acc.size()), got(acc.size());
-          qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
-          qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
-          CAPTURE(constants[c].multiplier);
-          CAPTURE(constants[c].shift);
-          CAPTURE(biases[b]);
-          CAPTURE(p.output_zero_point);
-          CAPTURE(p.clamp_min);
-          QK_CHECK_SAME(got, want, acc);
-          CHECK(got == want);  // counted
+          check(p, qk::Dims{static_cast<std::int64_t>(acc.size())}, acc);
         }
       }
     }
