@@ -57,6 +57,13 @@ namespace qks = quantkit::simd;
 namespace simd_test {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// A type as a value, for generic lambdas over output types.
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
 constexpr std::int32_t kI32Min = std::numeric_limits<std::int32_t>::min();
 constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
 

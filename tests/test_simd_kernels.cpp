@@ -605,6 +605,117 @@ TEST_CASE("simd: dividing kernels round x / s exactly as division does, for scal
   MESSAGE(cases, " calls (per tensor: ", n, " elements)");
 }
 
+// The dividing blocks test each block of four vectors for NaN once and then convert without a
+// NaN mask (AVX2, half-even by MXCSR), some vectors by Markstein's step: a special value in any
+// lane of a block - NaN (the block then masks), +-Inf, +-FLT_MAX and quotients past +-2^30 (q0 held
+// at -2^30 on AVX2) - gives the reference's result in every lane. Per tensor and per channel (rows
+// of one and of two blocks), int8 / uint8 / int16 / uint16 (narrow ranges too) and
+// fake-quantize, both block shapes, half-even and half-away (AVX2 quantize: the masked path),
+// every target.
+TEST_CASE("simd: a special value in any lane of a dividing block equals the reference") {
+  struct RestoreBypass {
+    int saved = qks::detail::divider_bypass_storage();
+    ~RestoreBypass() { qks::detail::divider_bypass_storage() = saved; }
+  } restore_bypass;
+  const float kMax = std::numeric_limits<float>::max();
+  // (each also with the other sign in a later block)
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), simd_test::kInf, kMax, 3e9f, 0x1p31f};
+  const float scales[] = {1.0f / 127.0f, 3e-5f, 0x1p-100f, 0x1p100f};
+  constexpr std::size_t kBlock = 64;  // 4 AVX-512 vectors (8 AVX2 vectors: two blocks)
+  constexpr std::size_t n = 3 * kBlock + 5;  // two blocks' calls at least, then a tail
+  std::size_t calls = 0;
+  for_each_target("dividing blocks: specials", [&](const qks::Kernels& k) {
+    for (const int bypass : {2, 3}) {
+      qks::detail::divider_bypass_storage() = bypass;
+      for (const float s : scales) {
+        std::vector<float> base(n);
+        for (std::size_t i = 0; i < n; ++i)
+          base[i] = (static_cast<float>(static_cast<int>(i * 37 % 301) - 150) + (i % 2 ? 0.5f : 0.0f)) * s;
+        for (const float special : specials) {
+          for (std::size_t lane = 0; lane < kBlock; ++lane) {
+            std::vector<float> x = base;
+            x[lane] = special;
+            x[kBlock + (lane * 7 + 3) % kBlock] = -special;  // the other sign in a later block
+            CAPTURE(bypass);
+            CAPTURE(s);
+            CAPTURE(special);
+            CAPTURE(lane);
+            for (const qk::RoundingMode mode : {qk::RoundingMode::half_even, qk::RoundingMode::half_away}) {
+              CAPTURE(static_cast<int>(mode));
+              qk::visit_rounding(mode, [&](auto rounding) {
+                const auto check = [&](auto tag, std::int32_t zp, qk::IntRange range) {
+                  using Q = typename decltype(tag)::type;
+                  qk::QuantParams p;
+                  p.scale = {s};
+                  p.zero_point = {zp};
+                  p.range = range;
+                  const qk::View<const float> xv(x.data(), qk::Dims{static_cast<std::int64_t>(n)});
+                  std::vector<Q> want(n), got(n);
+                  qk::ref::quantize(xv, p, qk::View<Q>(want.data(), xv.shape()), rounding);
+                  qks::quantize(x.data(), n, s, zp, qks::QuantizeOptions{}.with_rounding(mode).with_range(range),
+                                got.data(), &k);
+                  QK_CHECK_SAME(got, want, x);
+                  // per channel: rows of 32 (one AVX2 block, two per step) and of 64 + 32 + 1
+                  for (const std::size_t cols : {std::size_t{32}, std::size_t{97}}) {
+                    const std::size_t rows = (n - 5) / cols;
+                    const std::vector<float> sc(rows, s);
+                    const std::vector<std::int32_t> zs(rows, zp);
+                    const qk::Dims shape{static_cast<std::int64_t>(rows), static_cast<std::int64_t>(cols)};
+                    qk::QuantParams pc = p;
+                    pc.granularity = qk::Granularity::per_channel(0);
+                    pc.scale = sc;
+                    pc.zero_point = zs;
+                    std::vector<Q> cwant(rows * cols), cgot(rows * cols);
+                    qk::ref::quantize(qk::View<const float>(x.data(), shape), pc, qk::View<Q>(cwant.data(), shape),
+                                      rounding);
+                    qks::quantize_per_channel(x.data(), rows, cols, 0, sc.data(), zs.data(),
+                                              qks::QuantizeOptions{}.with_rounding(mode).with_range(range),
+                                              cgot.data(), &k);
+                    QK_CHECK_SAME(cgot, cwant, std::vector<float>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rows * cols)));
+                  }
+                  calls += 3;
+                };
+                check(simd_test::TypeTag<std::int8_t>{}, -3, simd_test::range_of<std::int8_t>());
+                check(simd_test::TypeTag<std::int8_t>{}, 5, qk::IntRange{-100, 90});
+                check(simd_test::TypeTag<std::uint8_t>{}, 128, simd_test::range_of<std::uint8_t>());
+                check(simd_test::TypeTag<std::int16_t>{}, 1000, simd_test::range_of<std::int16_t>());
+                check(simd_test::TypeTag<std::uint16_t>{}, 30000, qk::IntRange{7, 65000});
+                // fake-quantize (AVX2: both clamps in float), per tensor and rows of 97
+                qk::QuantParams p;
+                p.scale = {s};
+                p.zero_point = {-3};
+                p.range = simd_test::range_of<std::int8_t>();
+                const qk::View<const float> xv(x.data(), qk::Dims{static_cast<std::int64_t>(n)});
+                std::vector<float> fwant(n), fgot(n);
+                qk::ref::fake_quantize(xv, p, qk::View<float>(fwant.data(), xv.shape()), rounding);
+                qks::fake_quantize(x.data(), n, s, -3, qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                                   fgot.data(), &k);
+                QK_CHECK_SAME(fgot, fwant, x);
+                const std::size_t rows = (n - 5) / 97;
+                const std::vector<float> sc(rows, s);
+                const std::vector<std::int32_t> zs(rows, -3);
+                const qk::Dims shape{static_cast<std::int64_t>(rows), 97};
+                p.granularity = qk::Granularity::per_channel(0);
+                p.scale = sc;
+                p.zero_point = zs;
+                std::vector<float> cwant(rows * 97), cgot(rows * 97);
+                qk::ref::fake_quantize(qk::View<const float>(x.data(), shape), p, qk::View<float>(cwant.data(), shape),
+                                       rounding);
+                qks::fake_quantize_per_channel(x.data(), rows, 97, 0, sc.data(), zs.data(),
+                                               qks::QuantizeOptions{}.with_rounding(mode).with_range(p.range),
+                                               cgot.data(), &k);
+                QK_CHECK_SAME(cgot, cwant, std::vector<float>(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(rows * 97)));
+                calls += 2;
+              });
+            }
+          }
+        }
+      }
+    }
+  });
+  MESSAGE(calls, " calls");
+}
+
 TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and transposed views") {
   for_each_target("per-channel/per-group views", [](const qks::Kernels& k) {
     simd_test::check_views_everything(&k);

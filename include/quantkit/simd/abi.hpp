@@ -87,9 +87,9 @@ struct UniformSource {
   void (*fill)(void* context, const float* x, std::size_t n, float* u) = nullptr;
 };
 
-// How many vectors of each 4-vector block the AVX-512 dividing quantize kernels take past the
-// divider (x * (1/s) with Markstein's exact correction on the FMA units; the others divide):
-// 2 or 3. Which is faster depends on the divider: measured on 4K-64K int8 calls, Intel's
+// How many vectors of each 4-vector block the AVX-512 and AVX2 dividing quantize kernels take
+// past the divider (x * (1/s) with Markstein's exact correction on the FMA units; the others
+// divide): 2 or 3. Which is faster depends on the divider: measured on 4K-64K int8 calls, Intel's
 // (AVX-512 host of 2026-11-25: 3 of 4 13.0 Gelem/s against 10.7 for 2 of 4 and 12.3 for all 4)
 // against AMD Zen 4's faster divider (2 of 4 fastest: 12.2-12.5 against 11.6 for all 4); on Zen 5
 // (2026-11-26, bench_kernels --qk_divider_bypass) 3 of 4 was no faster than 2, within 4 %.
@@ -173,7 +173,7 @@ struct QuantizeArgs {
   UniformSource uniforms;  // stochastic only
   bool stream = false;     // non-temporal output stores (stream_output; the front end sets it)
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
-  int divider_bypass = divider_bypass_vectors();  // AVX-512 dividing blocks: 2 or 3
+  int divider_bypass = divider_bypass_vectors();  // AVX-512 / AVX2 dividing blocks: 2 or 3
   // Kernel-internal (any value passed in is replaced): AVX2's half-even byte and 16-bit blocks
   // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest.
   bool round_by_csr = false;

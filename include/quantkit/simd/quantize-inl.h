@@ -106,11 +106,11 @@ HWY_INLINE V FakeQuantizeVec(D d, V x, V f, V lo, V hi, V s) {
 #endif
 }
 
-#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// ------------------------------ Dividing without the divider (AVX-512)
+// ------------------------------ Dividing without the divider (AVX-512, AVX2)
 // The divider is busy about as long per vector as the rest of quantize's work, so in the blocks
 // below two or three vectors of four (divider_bypass_vectors: what the CPU's divider favours)
-// divide with Markstein's correction on the FMA units instead:
+// divide with Markstein's correction on the FMA units instead (AVX2: half-even integer outputs
+// and fake-quantize):
 //   r = RN(1 / s),  q0 = RN(x * r),  e = q0 * s - x (one FMA, exact),  q = RN(q0 - e * r),
 // the correctly rounded x / s whenever |x / s| >= 1/4 and 2^-100 <= s <= 2^100 (then the residual
 // is exact; checked on every significand of x against 60007 divisor significands, and by
@@ -122,6 +122,8 @@ constexpr bool kMarksteinRounding =
     std::is_same<Round, RoundHalfUpOp>::value || std::is_same<Round, RoundTowardZeroOp>::value;
 
 HWY_INLINE bool MarksteinScale(float s) { return s >= 0x1p-100f && s <= 0x1p100f; }
+
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 
 // x / s as Div gives it in the cases above, +0 for NaN x (the zero point's offset). Where q0 is
 // +-inf (x infinite, or the quotient past the float range) q is NaN: fixupimm, classifying q0,
@@ -156,6 +158,39 @@ HWY_INLINE V FakeQuantizeVecMarkstein(D d, V x, V f, V r, V lo, V hi, V s) {
 }
 #endif
 
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+// Markstein's step without fixupimm (AVX2), for the NaN-free blocks below: q0 = x * r held at
+// -2^30 or above, so that -inf and quotients below -2^30 give q = -inf or a value below -2^30
+// (far below any clamp) instead of NaN; +inf q0 (x = +inf, or the quotient past the float range)
+// gives NaN q, which MINPS(q, hi) turns into hi (it returns its second operand when either is
+// NaN). Otherwise q is x / s as DivideMarkstein above gives it (q0 >= -2^30: unchanged).
+HWY_INLINE __m256 DivideMarksteinAvx2(__m256 x, __m256 s, __m256 r) {
+  const __m256 q0 = _mm256_max_ps(_mm256_mul_ps(x, r), _mm256_set1_ps(-0x1p30f));
+  return _mm256_fnmadd_ps(_mm256_fmsub_ps(q0, s, x), r, q0);
+}
+
+// Whether any of a block's four vectors holds a NaN: two unordered compares for 32 values.
+template <class V>
+HWY_INLINE bool AnyNaN4(V x0, V x1, V x2, V x3) {
+  const __m256 un = _mm256_or_ps(_mm256_cmp_ps(x0.raw, x1.raw, _CMP_UNORD_Q), _mm256_cmp_ps(x2.raw, x3.raw, _CMP_UNORD_Q));
+  return _mm256_testz_ps(un, un) == 0;
+}
+
+// One NaN-free fake-quantized vector (AVX2): x / f (kMarkstein: DivideMarksteinAvx2) or x * f,
+// clamped above, then below (a NaN quotient of +inf becomes hi), rounded, times s plus +0.
+template <class Round, bool kDivide, bool kMarkstein, class D, class V = hn::Vec<D>>
+HWY_INLINE V FakeQuantizeOrderedAvx2(D d, V x, V f, V r, V lo, V hi, V s) {
+  V q;
+  if constexpr (kMarkstein)
+    q = V{DivideMarksteinAvx2(x.raw, f.raw, r.raw)};
+  else
+    q = kDivide ? hn::Div(x, f) : hn::Mul(x, f);
+  (void)r;
+  const V t = V{_mm256_max_ps(_mm256_min_ps(q.raw, hi.raw), lo.raw)};
+  return hn::MulAdd(Round::Do(d, t, t), s, hn::Zero(d));
+}
+#endif
+
 // A vector of a block past the divider: with DivideMarkstein when kMarkstein (AVX-512), else as the others
 // (the int8 block's QuantizeOffsetVec<Round, kDivide, false>, the int16 block's <..., true>,
 // FakeQuantizeVec).
@@ -182,6 +217,22 @@ HWY_INLINE V FakeQuantizeVecOdd(D d, V x, V f, V r, V lo, V hi, V s) {
 template <class Round, bool kDivide, int kBypass, bool kStream, class D, class V = hn::Vec<D>>
 HWY_INLINE void FakeQuantizeBlock(D d, const float* x, V f, V r, V lo, V hi, V s, float* q) {
   const std::size_t N = hn::Lanes(d);
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  // AVX2: blocks without NaN skip the per-vector mask (one test for the four vectors) and send
+  // kBypass vectors past the divider (QuantizeBlockAvx2 below; 6.6 -> 8.0-8.3 Gelem/s with 1-2
+  // of 4, tools/bench/fake_quantize_avx2_bound.cpp).
+  {
+    const V x0 = hn::LoadU(d, x), x1 = hn::LoadU(d, x + N), x2 = hn::LoadU(d, x + 2 * N), x3 = hn::LoadU(d, x + 3 * N);
+    if (HWY_LIKELY(!AnyNaN4(x0, x1, x2, x3))) {
+      constexpr bool kM = kDivide && kBypass >= 2;
+      StoreVec<kStream>(FakeQuantizeOrderedAvx2<Round, kDivide, false>(d, x0, f, r, lo, hi, s), d, q);
+      StoreVec<kStream>(FakeQuantizeOrderedAvx2<Round, kDivide, kM>(d, x1, f, r, lo, hi, s), d, q + N);
+      StoreVec<kStream>(FakeQuantizeOrderedAvx2<Round, kDivide, kM && kBypass >= 3>(d, x2, f, r, lo, hi, s), d, q + 2 * N);
+      StoreVec<kStream>(FakeQuantizeOrderedAvx2<Round, kDivide, kM>(d, x3, f, r, lo, hi, s), d, q + 3 * N);
+      return;
+    }
+  }
+#endif
   const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x), f, lo, hi, s);
   const V y1 = FakeQuantizeVecOdd<Round, kDivide, (kBypass >= 2)>(d, hn::LoadU(d, x + N), f, r, lo, hi, s);
   const V y2 = FakeQuantizeVecOdd<Round, kDivide, (kBypass >= 3)>(d, hn::LoadU(d, x + 2 * N), f, r, lo, hi, s);
@@ -246,26 +297,64 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> QuantizeOffsetVecAvx2(D d, V x, V f, V
   }
 }
 
-template <class Round, bool kDivide, bool kCsr, bool kStream, class Out, class D, class V = hn::Vec<D>>
-HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
+// One NaN-free vector, half-even by VCVTPS2DQ: x / f (kMarkstein: DivideMarksteinAvx2) or x * f,
+// clamped above, then (kLow) below: in that order so that a NaN quotient of +inf becomes hi.
+template <bool kDivide, bool kMarkstein, bool kLow, class V>
+HWY_INLINE hn::Vec<hn::RebindToSigned<hn::DFromV<V>>> QuantizeOrderedCsrAvx2(V x, V f, V r, V lo, V hi) {
+  __m256 q;
+  if constexpr (kMarkstein)
+    q = DivideMarksteinAvx2(x.raw, f.raw, r.raw);
+  else
+    q = kDivide ? _mm256_div_ps(x.raw, f.raw) : _mm256_mul_ps(x.raw, f.raw);
+  __m256 t = _mm256_min_ps(q, hi.raw);
+  if constexpr (kLow) t = _mm256_max_ps(t, lo.raw);
+  (void)lo;
+  return hn::Vec<hn::RebindToSigned<hn::DFromV<V>>>{_mm256_cvtps_epi32(t)};
+}
+
+// A block of 4 vectors, half-even while MXCSR rounds to nearest (kCsr): blocks without NaN (one
+// test for the four vectors, not a compare and mask in each) take QuantizeOrderedCsrAvx2, with
+// kBypass (0, 2 or 3, dividing only) of the vectors by Markstein's step as on AVX-512 (vectors
+// 1 and 3; 3: also 2); a block with a NaN masks every vector and divides. Other modes: each
+// vector masks its NaN lanes (QuantizeOffsetVecAvx2). 4K-64K int8 on the AVX2 EPYC
+// (tools/bench/quantize_avx2_bound.cpp): 6.7 Gelem/s with every vector dividing and masking,
+// 7.1 with the block test, 8.5-8.7 with it and 1-2 vectors by Markstein's step.
+template <class Round, bool kDivide, bool kCsr, int kBypass, bool kLow, class D, class V = hn::Vec<D>,
+          class VI = hn::Vec<hn::RebindToSigned<D>>>
+HWY_INLINE void QuantizeBlockAvx2(D d, const float* x, V f, V r, V lo, V hi, VI& v0, VI& v1, VI& v2, VI& v3) {
   const std::size_t N = hn::Lanes(d);
-  const auto v0 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x), f, hi, hi);
-  const auto v1 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + N), f, hi, hi);
-  const auto v2 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + 2 * N), f, hi, hi);
-  const auto v3 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, false>(d, hn::LoadU(d, x + 3 * N), f, hi, hi);
+  const V x0 = hn::LoadU(d, x), x1 = hn::LoadU(d, x + N), x2 = hn::LoadU(d, x + 2 * N), x3 = hn::LoadU(d, x + 3 * N);
+  if constexpr (kCsr) {
+    if (HWY_LIKELY(!AnyNaN4(x0, x1, x2, x3))) {
+      constexpr bool kM = kDivide && kBypass >= 2;
+      v0 = QuantizeOrderedCsrAvx2<kDivide, false, kLow>(x0, f, r, lo, hi);
+      v1 = QuantizeOrderedCsrAvx2<kDivide, kM, kLow>(x1, f, r, lo, hi);
+      v2 = QuantizeOrderedCsrAvx2<kDivide, kM && kBypass >= 3, kLow>(x2, f, r, lo, hi);
+      v3 = QuantizeOrderedCsrAvx2<kDivide, kM, kLow>(x3, f, r, lo, hi);
+      return;
+    }
+  }
+  (void)r;
+  v0 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, kLow>(d, x0, f, lo, hi);
+  v1 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, kLow>(d, x1, f, lo, hi);
+  v2 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, kLow>(d, x2, f, lo, hi);
+  v3 = QuantizeOffsetVecAvx2<Round, kDivide, kCsr, kLow>(d, x3, f, lo, hi);
+}
+
+template <class Round, bool kDivide, bool kCsr, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V r, V hi, const ByteBlockPacker<Out>& pack, Out* q) {
+  hn::Vec<hn::RebindToSigned<D>> v0, v1, v2, v3;
+  QuantizeBlockAvx2<Round, kDivide, kCsr, kBypass, false>(d, x, f, r, hi, hi, v0, v1, v2, v3);
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
 
 // 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ
 // (int16 in cache 1.15-1.25x -> 1.34-1.47x the plain loop on the AVX2 EPYC).
-template <class Round, bool kDivide, bool kStream, class Out, class D, class V = hn::Vec<D>,
+template <class Round, bool kDivide, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>,
           class VI = hn::Vec<hn::RebindToSigned<D>>>
-HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V lo, V hi, VI z, Out* q) {
-  const std::size_t N = hn::Lanes(d);
-  const auto v0 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x), f, lo, hi);
-  const auto v1 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + N), f, lo, hi);
-  const auto v2 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + 2 * N), f, lo, hi);
-  const auto v3 = QuantizeOffsetVecAvx2<Round, kDivide, true, true>(d, hn::LoadU(d, x + 3 * N), f, lo, hi);
+HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V r, V lo, V hi, VI z, Out* q) {
+  VI v0, v1, v2, v3;
+  QuantizeBlockAvx2<Round, kDivide, true, kBypass, true>(d, x, f, r, lo, hi, v0, v1, v2, v3);
   StoreQuantized4<Out, kStream>(hn::RebindToSigned<D>(), v0, v1, v2, v3, z, q);
 }
 #endif
@@ -317,18 +406,18 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
         if (a.round_by_csr)
           for (; i + 4 * N <= n; i += 4 * N) {
             PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
-            QuantizeBlockBytes<Round, kDivide, true, kStream>(d, x + i, f, hi, pack, q + i);
+            QuantizeBlockBytes<Round, kDivide, true, kBypass, kStream>(d, x + i, f, r, hi, pack, q + i);
           }
       }
       for (; i + 4 * N <= n; i += 4 * N) {  // (none left after the loop above)
         PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
-        QuantizeBlockBytes<Round, kDivide, false, kStream>(d, x + i, f, hi, pack, q + i);
+        QuantizeBlockBytes<Round, kDivide, false, 0, kStream>(d, x + i, f, r, hi, pack, q + i);
       }
     } else if constexpr (sizeof(Out) == 2 && std::is_same<Round, RoundHalfEvenOp>::value) {
       if (a.round_by_csr)
         for (; i + 4 * N <= n; i += 4 * N) {
           PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
-          QuantizeBlockWideCsr<Round, kDivide, kStream>(d, x + i, f, lo, hi, z, q + i);
+          QuantizeBlockWideCsr<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
         }
     }
 #endif
@@ -358,6 +447,20 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
     // From two blocks on: one run of one block does not repay 1 / s and its broadcast. Rows of
     // one block (small per-channel tensors) take QuantizeShortRows instead.
     if (n >= 8 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor)) {
+      if (a.divider_bypass == 3)
+        return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 3>(a, x, q, n, factor, zero, scale);
+      return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 2>(a, x, q, n, factor, zero, scale);
+    }
+  }
+#elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+  // Integer outputs' half-even blocks by MXCSR (QuantizeBlockAvx2) and fake-quantize
+  // (FakeQuantizeBlock), from four blocks on: rows of two (int16 per channel, rows of 64) ran
+  // slower with 1 / s per row (5.6 -> 5.1 Gelem/s).
+  // Fake-quantize: every mode Markstein's step serves (kMarksteinRounding).
+  constexpr bool kBytesOrWide = std::is_same<Round, RoundHalfEvenOp>::value && sizeof(Out) <= 2;
+  constexpr bool kFake = kMarksteinRounding<Round> && std::is_same<Out, float>::value;
+  if constexpr (kDivide && (kBytesOrWide || kFake)) {
+    if ((kFake || a.round_by_csr) && n >= 16 * hn::Lanes(hn::ScalableTag<float>()) && MarksteinScale(factor)) {
       if (a.divider_bypass == 3)
         return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 3>(a, x, q, n, factor, zero, scale);
       return QuantizeBlocks4Impl<Out, Round, kDivide, kStream, 2>(a, x, q, n, factor, zero, scale);
@@ -725,7 +828,7 @@ HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std:
   const ByteBlockPacker<Out> pack(_mm256_setzero_si256(), a.qmin);
   const V vmax = hn::Set(d, a.qmax);
   const std::size_t row_bytes = n * sizeof(float);
-  HWY_ALIGN float rf[kChunkRows] = {}, rhi[kChunkRows] = {};  // (lanes past m: 0, unused)
+  HWY_ALIGN float rf[kChunkRows] = {}, rhi[kChunkRows] = {}, rr[kChunkRows] = {};  // (lanes past m: unused)
   HWY_ALIGN std::int32_t rz[kChunkRows];
   for (std::size_t c0 = 0; c0 < count; c0 += kChunkRows) {
     const std::size_t m = count - c0 < kChunkRows ? count - c0 : kChunkRows;
@@ -740,39 +843,60 @@ HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std:
         rhi[k] = zero[p];
       }
     }
+    // Markstein's step (QuantizeBlockAvx2) for the chunk when every row's scale allows it.
+    constexpr bool kMarkstein = kCsr && kDivide;
+    bool markstein = kMarkstein;
     for (std::size_t k = 0; k < m; k += N) {
       const V z = hn::Load(d, rhi + k);
       hn::Store(hn::Sub(vmax, z), d, rhi + k);
       const auto zi = hn::ConvertTo(di, z);  // small integers
       hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+      if constexpr (kMarkstein) {
+        const V f = hn::Load(d, rf + k);
+        hn::Store(hn::Div(hn::Set(d, 1.0f), f), d, rr + k);
+        const auto inside = hn::And(hn::Ge(f, hn::Set(d, 0x1p-100f)), hn::Le(f, hn::Set(d, 0x1p100f)));
+        markstein &= hn::AllTrue(d, hn::Or(inside, hn::Not(hn::FirstN(d, m - k))));
+      }
     }
-    std::size_t k = 0;
-    if (n == 4 * N) {  // two rows per step: their blocks independent, one loop test
-      for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
+    const auto rows = [&](auto bypass) HWY_ATTR {
+      constexpr int kBypass = decltype(bypass)::value;
+      std::size_t k = 0;
+      if (n == 4 * N) {  // two rows per step: their blocks independent, one loop test
+        for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
+          PrefetchStreamInput<true>(x, row_bytes, ahead);
+          PrefetchStreamInput<true>(x + sx, row_bytes, ahead);
+          ByteBlockPacker<Out> pack0 = pack;
+          ByteBlockPacker<Out> pack1 = pack;
+          pack0.z16 = _mm256_set1_epi32(rz[k]);
+          pack1.z16 = _mm256_set1_epi32(rz[k + 1]);
+          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x, hn::Set(d, rf[k]), hn::Set(d, rr[k]),
+                                                                     hn::Set(d, rhi[k]), pack0, q);
+          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x + sx, hn::Set(d, rf[k + 1]), hn::Set(d, rr[k + 1]),
+                                                                     hn::Set(d, rhi[k + 1]), pack1, q + sq);
+        }
+      }
+      for (; k < m; ++k, x += sx, q += sq) {
         PrefetchStreamInput<true>(x, row_bytes, ahead);
-        PrefetchStreamInput<true>(x + sx, row_bytes, ahead);
-        ByteBlockPacker<Out> pack0 = pack;
-        ByteBlockPacker<Out> pack1 = pack;
-        pack0.z16 = _mm256_set1_epi32(rz[k]);
-        pack1.z16 = _mm256_set1_epi32(rz[k + 1]);
-        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x, hn::Set(d, rf[k]), hn::Set(d, rhi[k]), pack0, q);
-        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x + sx, hn::Set(d, rf[k + 1]), hn::Set(d, rhi[k + 1]), pack1, q + sq);
+        const V f = hn::Set(d, rf[k]);
+        const V r = hn::Set(d, rr[k]);
+        const V hi = hn::Set(d, rhi[k]);
+        ByteBlockPacker<Out> row_pack = pack;
+        row_pack.z16 = _mm256_set1_epi32(rz[k]);
+        std::size_t i = 0;
+        for (; i + 4 * N <= n; i += 4 * N)
+          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x + i, f, r, hi, row_pack, q + i);
+        if (i < n) {
+          const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
+          QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p, nullptr, nullptr);
+        }
       }
-    }
-    for (; k < m; ++k, x += sx, q += sq) {
-      PrefetchStreamInput<true>(x, row_bytes, ahead);
-      const V f = hn::Set(d, rf[k]);
-      const V hi = hn::Set(d, rhi[k]);
-      ByteBlockPacker<Out> row_pack = pack;
-      row_pack.z16 = _mm256_set1_epi32(rz[k]);
-      std::size_t i = 0;
-      for (; i + 4 * N <= n; i += 4 * N)
-        QuantizeBlockBytes<Round, kDivide, kCsr, kStream>(d, x + i, f, hi, row_pack, q + i);
-      if (i < n) {
-        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
-        QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p, nullptr, nullptr);
-      }
-    }
+    };
+    if (kMarkstein && markstein && a.divider_bypass == 3)
+      rows(std::integral_constant<int, kMarkstein ? 3 : 0>());
+    else if (kMarkstein && markstein)
+      rows(std::integral_constant<int, kMarkstein ? 2 : 0>());
+    else
+      rows(std::integral_constant<int, 0>());
   }
 }
 #endif
