@@ -348,14 +348,31 @@ HWY_INLINE void QuantizeBlockBytes(D d, const float* x, V f, V r, V hi, const By
   pack.template Store<kStream>(v0.raw, v1.raw, v2.raw, v3.raw, q);
 }
 
-// 16-bit outputs, half-even while MXCSR rounds to nearest: both clamps in float, one VCVTPS2DQ
-// (int16 in cache 1.15-1.25x -> 1.34-1.47x the plain loop on the AVX2 EPYC).
-template <class Round, bool kDivide, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>,
+// 16-bit outputs: both clamps in float; half-even while MXCSR rounds to nearest by one
+// VCVTPS2DQ (kCsr: int16 in cache 1.15-1.25x -> 1.34-1.47x the plain loop on the AVX2 EPYC).
+template <class Round, bool kDivide, bool kCsr, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>,
           class VI = hn::Vec<hn::RebindToSigned<D>>>
-HWY_INLINE void QuantizeBlockWideCsr(D d, const float* x, V f, V r, V lo, V hi, VI z, Out* q) {
+HWY_INLINE void QuantizeBlockWideAvx2(D d, const float* x, V f, V r, V lo, V hi, VI z, Out* q) {
   VI v0, v1, v2, v3;
-  QuantizeBlockAvx2<Round, kDivide, true, kBypass, true>(d, x, f, r, lo, hi, v0, v1, v2, v3);
+  QuantizeBlockAvx2<Round, kDivide, kCsr, kBypass, true>(d, x, f, r, lo, hi, v0, v1, v2, v3);
   StoreQuantized4<Out, kStream>(hn::RebindToSigned<D>(), v0, v1, v2, v3, z, q);
+}
+
+// One block of a row with its own constants (QuantizeRowsAvx2): bytes take hi and z as two
+// int16 (the packer's), 16-bit outputs lo, hi and z as int32.
+template <class Round, bool kDivide, bool kCsr, int kBypass, bool kStream, class Out, class D, class V = hn::Vec<D>>
+HWY_INLINE void QuantizeRowBlockAvx2(D d, const float* x, V f, V r, V lo, V hi, __m256i z,
+                                     const ByteBlockPacker<Out>& pack, Out* q) {
+  if constexpr (sizeof(Out) == 1) {
+    (void)lo;
+    ByteBlockPacker<Out> row_pack = pack;
+    row_pack.z16 = z;
+    QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x, f, r, hi, row_pack, q);
+  } else {
+    (void)pack;
+    QuantizeBlockWideAvx2<Round, kDivide, kCsr, kBypass, kStream>(d, x, f, r, lo, hi,
+                                                                  hn::Vec<hn::RebindToSigned<D>>{z}, q);
+  }
 }
 #endif
 
@@ -417,7 +434,7 @@ HWY_INLINE std::size_t QuantizeBlocks4Impl(const QuantizeArgs& a, const float* H
       if (a.round_by_csr)
         for (; i + 4 * N <= n; i += 4 * N) {
           PrefetchStreamInput<kStream>(x + i, 4 * N * sizeof(float), ahead);
-          QuantizeBlockWideCsr<Round, kDivide, kBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
+          QuantizeBlockWideAvx2<Round, kDivide, true, kBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
         }
     }
 #endif
@@ -454,8 +471,9 @@ HWY_INLINE std::size_t QuantizeBlocks4(const QuantizeArgs& a, const float* HWY_R
   }
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
   // Integer outputs' half-even blocks by MXCSR (QuantizeBlockAvx2) and fake-quantize
-  // (FakeQuantizeBlock), from four blocks on: rows of two (int16 per channel, rows of 64) ran
-  // slower with 1 / s per row (5.6 -> 5.1 Gelem/s).
+  // (FakeQuantizeBlock), from four blocks on: rows of two with 1 / s per row ran slower (int16
+  // per channel, rows of 64: 5.6 -> 5.1 Gelem/s, before those rows took QuantizeRowsAvx2 with
+  // 1 / s from a table).
   // Fake-quantize: every mode Markstein's step serves (kMarksteinRounding).
   constexpr bool kBytesOrWide = std::is_same<Round, RoundHalfEvenOp>::value && sizeof(Out) <= 2;
   constexpr bool kFake = kMarksteinRounding<Round> && std::is_same<Out, float>::value;
@@ -806,17 +824,19 @@ inline std::size_t RowPrefetchDistance(std::size_t ahead, std::ptrdiff_t sx, std
 }
 
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-// Byte rows of at least one block of 4 vectors with their own parameters on AVX2 (per-group
-// blocks of 32, per-channel rows of small tensors), as QuantizeShortRows on AVX-512: the row
-// constants (s, qmax - z, z as two int16) are computed for 64 rows at a time with vectors, so
-// that each row only broadcasts them from memory (load-port broadcasts) instead of converting z,
-// subtracting and broadcasting from registers on the shuffle unit the packs need; rows of one
-// block go two per step. `ahead`: the input prefetch distance (bytes past each row; 0 = none).
+// Byte and 16-bit rows of at least one block of 4 vectors with their own parameters on AVX2
+// (per-group blocks of 32, per-channel rows of small tensors), as QuantizeShortRows on AVX-512:
+// the row constants (s, 1 / s, qmax - z, bytes: z as two int16; 16-bit: qmin - z, z) are
+// computed for 64 rows at a time with vectors, so that each row only broadcasts them from memory
+// (load-port broadcasts) instead of converting z, subtracting and broadcasting from registers on
+// the shuffle unit the packs need; rows of one block go two per step. `ahead`: the input
+// prefetch distance (bytes past each row; 0 = none).
 template <class Out, class Round, bool kDivide, bool kCsr, bool kStream>
-HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
-                                     std::ptrdiff_t sq, std::size_t count, std::size_t n,
-                                     std::int64_t at, std::int64_t dat, std::size_t ahead) {
-  static_assert(sizeof(Out) == 1, "QuantizeByteRowsAvx2: bytes only (16-bit outputs clamp both ways)");
+HWY_INLINE void QuantizeRowsAvx2(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
+                                 std::ptrdiff_t sq, std::size_t count, std::size_t n,
+                                 std::int64_t at, std::int64_t dat, std::size_t ahead) {
+  static_assert(sizeof(Out) <= 2, "QuantizeRowsAvx2: byte and 16-bit outputs");
+  constexpr bool kBytes = sizeof(Out) == 1;
   constexpr std::size_t kChunkRows = 64;
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -827,8 +847,10 @@ HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std:
   const float* const zero = a.zero;
   const ByteBlockPacker<Out> pack(_mm256_setzero_si256(), a.qmin);
   const V vmax = hn::Set(d, a.qmax);
+  const V vmin = hn::Set(d, a.qmin);
   const std::size_t row_bytes = n * sizeof(float);
-  HWY_ALIGN float rf[kChunkRows] = {}, rhi[kChunkRows] = {}, rr[kChunkRows] = {};  // (lanes past m: unused)
+  // (lanes past m: unused)
+  HWY_ALIGN float rf[kChunkRows] = {}, rhi[kChunkRows] = {}, rlo[kChunkRows] = {}, rr[kChunkRows] = {};
   HWY_ALIGN std::int32_t rz[kChunkRows];
   for (std::size_t c0 = 0; c0 < count; c0 += kChunkRows) {
     const std::size_t m = count - c0 < kChunkRows ? count - c0 : kChunkRows;
@@ -850,7 +872,12 @@ HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std:
       const V z = hn::Load(d, rhi + k);
       hn::Store(hn::Sub(vmax, z), d, rhi + k);
       const auto zi = hn::ConvertTo(di, z);  // small integers
-      hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+      if constexpr (kBytes) {
+        hn::Store(hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
+      } else {
+        hn::Store(zi, di, rz + k);
+        hn::Store(hn::Sub(vmin, z), d, rlo + k);
+      }
       if constexpr (kMarkstein) {
         const V f = hn::Load(d, rf + k);
         hn::Store(hn::Div(hn::Set(d, 1.0f), f), d, rr + k);
@@ -865,26 +892,24 @@ HWY_INLINE void QuantizeByteRowsAvx2(const QuantizeArgs& a, const float* x, std:
         for (; k + 2 <= m; k += 2, x += 2 * sx, q += 2 * sq) {
           PrefetchStreamInput<true>(x, row_bytes, ahead);
           PrefetchStreamInput<true>(x + sx, row_bytes, ahead);
-          ByteBlockPacker<Out> pack0 = pack;
-          ByteBlockPacker<Out> pack1 = pack;
-          pack0.z16 = _mm256_set1_epi32(rz[k]);
-          pack1.z16 = _mm256_set1_epi32(rz[k + 1]);
-          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x, hn::Set(d, rf[k]), hn::Set(d, rr[k]),
-                                                                     hn::Set(d, rhi[k]), pack0, q);
-          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x + sx, hn::Set(d, rf[k + 1]), hn::Set(d, rr[k + 1]),
-                                                                     hn::Set(d, rhi[k + 1]), pack1, q + sq);
+          QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, kStream>(
+              d, x, hn::Set(d, rf[k]), hn::Set(d, rr[k]), hn::Set(d, rlo[k]), hn::Set(d, rhi[k]),
+              _mm256_set1_epi32(rz[k]), pack, q);
+          QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, kStream>(
+              d, x + sx, hn::Set(d, rf[k + 1]), hn::Set(d, rr[k + 1]), hn::Set(d, rlo[k + 1]),
+              hn::Set(d, rhi[k + 1]), _mm256_set1_epi32(rz[k + 1]), pack, q + sq);
         }
       }
       for (; k < m; ++k, x += sx, q += sq) {
         PrefetchStreamInput<true>(x, row_bytes, ahead);
         const V f = hn::Set(d, rf[k]);
         const V r = hn::Set(d, rr[k]);
+        const V lo = hn::Set(d, rlo[k]);
         const V hi = hn::Set(d, rhi[k]);
-        ByteBlockPacker<Out> row_pack = pack;
-        row_pack.z16 = _mm256_set1_epi32(rz[k]);
+        const __m256i z = _mm256_set1_epi32(rz[k]);
         std::size_t i = 0;
         for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kCsr, kBypass, kStream>(d, x + i, f, r, hi, row_pack, q + i);
+          QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, kStream>(d, x + i, f, r, lo, hi, z, pack, q + i);
         if (i < n) {
           const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
           QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p, nullptr, nullptr);
@@ -929,22 +954,22 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-    if constexpr (sizeof(Out) == 1) {
+    if constexpr (sizeof(Out) <= 2) {
       if (!stream && n >= 4 * hn::Lanes(hn::ScalableTag<float>())) {
         // Streaming calls prefetch each row's input, and store non-temporally when every
         // 32-byte store is aligned (the call's fence is in QuantizeByRounding).
         const std::size_t ahead = a.stream ? RowPrefetchDistance(a.stream_prefetch, sx, n) : 0;
         const bool nt = a.stream && reinterpret_cast<std::uintptr_t>(q) % 32 == 0 &&
                         (static_cast<std::size_t>(sq < 0 ? -sq : sq) * sizeof(Out)) % 32 == 0;
-        const auto byte_rows = [&](auto csr, auto nt_stores) HWY_ATTR {
-          QuantizeByteRowsAvx2<Out, Round, kDivide, decltype(csr)::value, decltype(nt_stores)::value>(
+        const auto rows_avx2 = [&](auto csr, auto nt_stores) HWY_ATTR {
+          QuantizeRowsAvx2<Out, Round, kDivide, decltype(csr)::value, decltype(nt_stores)::value>(
               a, x, sx, q, sq, count, n, at, dat, ahead);
         };
         const auto with_csr = [&](auto csr) HWY_ATTR {
           if (nt)
-            byte_rows(csr, std::true_type());
+            rows_avx2(csr, std::true_type());
           else
-            byte_rows(csr, std::false_type());
+            rows_avx2(csr, std::false_type());
         };
         if (std::is_same<Round, RoundHalfEvenOp>::value && a.round_by_csr)
           with_csr(std::integral_constant<bool, std::is_same<Round, RoundHalfEvenOp>::value>());
