@@ -463,6 +463,21 @@ void check_requantize_case(const qks::Kernels* k, const qk::Dims& shape, int cha
   CAPTURE(p.clamp_min);
   CAPTURE(p.clamp_max);
   QK_CHECK_SAME(got, want, acc);
+  // the same layer prepared once: contiguous views (the prepared plan), then an output with
+  // every stride doubled (a plan per call)
+  const qks::PreparedRequantize<Scheme, Out> prepared(p, shape, "layer", k);
+  std::fill(got.begin(), got.end(), Out{0x5a});
+  prepared(a, qk::View<Out>(got.data(), shape));
+  QK_CHECK_SAME(got, want, acc);
+  qk::Dims strides = qk::contiguous_strides(shape);
+  for (int d = 0; d < strides.rank; ++d) strides[d] *= 2;
+  std::vector<Out> wide(2 * n + 1, Out{0x5a});
+  prepared(a, qk::View<Out>(wide.data(), shape, strides));
+  for (std::size_t i = 0; i < n; ++i) got[i] = wide[2 * i];
+  QK_CHECK_SAME(got, want, acc);
+  std::size_t touched = 0;  // elements between the strided outputs written
+  for (std::size_t i = 0; i < n; ++i) touched += wide[2 * i + 1] != Out{0x5a};
+  CHECK(touched == 0);
 }
 
 // Per tensor and per channel (constant runs: axis 0; per-element vectors: last axis), with and

@@ -808,6 +808,79 @@ TEST_CASE("simd: per-channel requantize rows grouped by their bias's side equal 
   });
 }
 
+// Every kernel case of check_requantize_case runs PreparedRequantize too (contiguous and
+// strided outputs); here its checks and its copies.
+TEST_CASE("simd: PreparedRequantize checks its parameters once and its views per call") {
+  using Scheme = qk::FixedPointDoubleRounding;
+  using QM = qk::ref::QuantizedMultiplier;
+  const qk::Dims shape{4, 6};
+  qk::RequantParams<Scheme> p;
+  p.constants = {QM{1 << 30, -3}, QM{1518500250, -7}, QM{simd_test::kI32Max, -1}, QM{1234567, 2}};
+  p.bias = {5, -7, simd_test::kI32Max, simd_test::kI32Min};
+  p.output_zero_point = -2;
+  p.channel_axis = 0;
+  std::vector<std::int32_t> acc(24);
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<std::int32_t>(i * 1234567u) - 9000000;
+  const qk::View<const std::int32_t> a(acc.data(), shape);
+  std::vector<std::int8_t> want(24), got(24);
+  qk::ref::requantize(a, p, qk::View<std::int8_t>(want.data(), shape), "conv");
+  for_each_target("PreparedRequantize", [&](const qks::Kernels& k) {
+    const qks::PreparedRequantize<Scheme, std::int8_t> prepared(p, shape, "conv", &k);
+    CHECK(prepared.runs_kernels());
+    const qks::PreparedRequantize<Scheme, std::int8_t> copy = prepared;  // its own arrays
+    std::fill(got.begin(), got.end(), std::int8_t{0});
+    copy(a, qk::View<std::int8_t>(got.data(), shape));
+    CHECK(got == want);
+    // the views' shapes against the prepared one, named
+    CHECK_THROWS_WITH_AS(prepared(qk::View<const std::int32_t>(acc.data(), qk::Dims{6, 4}),
+                                  qk::View<std::int8_t>(got.data(), shape)),
+                         "quantkit: layer 'conv': requantize accumulator shape [6, 4]; expected the prepared shape [4, 6]",
+                         qk::Error);
+    CHECK_THROWS_WITH_AS(prepared(a, qk::View<std::int8_t>(got.data(), qk::Dims{24})),
+                         "quantkit: layer 'conv': requantize output shape [24]; expected the prepared shape [4, 6]",
+                         qk::Error);
+  });
+  // the parameters' errors at construction, as the reference words them
+  qk::RequantParams<Scheme> bad = p;
+  bad.constants.pop_back();
+  CHECK_THROWS_WITH_AS((qks::PreparedRequantize<Scheme, std::int8_t>(bad, shape, "conv")),
+                       "quantkit: layer 'conv': 3 multipliers for 4 channels; expected 1 or 4", qk::Error);
+  bad = p;
+  bad.bias = {1, 2};
+  CHECK_THROWS_WITH_AS((qks::PreparedRequantize<Scheme, std::int8_t>(bad, shape, "conv")),
+                       "quantkit: layer 'conv': 2 biases for 4 channels; expected 4", qk::Error);
+  bad = p;
+  bad.clamp_min = 10;
+  bad.clamp_max = 9;
+  CHECK_THROWS_WITH_AS((qks::PreparedRequantize<Scheme, std::int8_t>(bad, shape, "conv")),
+                       "quantkit: layer 'conv': clamp range [10, 9] is empty; expected min <= max", qk::Error);
+  bad = p;
+  bad.constants[2].shift = 70;
+  CHECK_THROWS_WITH_AS((qks::PreparedRequantize<Scheme, std::int8_t>(bad, shape, "conv")),
+                       doctest::Contains("layer 'conv': constants[2].shift is 70"), qk::Error);
+  bad = p;
+  bad.channel_axis = 2;
+  CHECK_THROWS_WITH_AS((qks::PreparedRequantize<Scheme, std::int8_t>(bad, shape, "conv")),
+                       doctest::Contains("per-channel(axis 2) on shape [4, 6]; expected an axis in [-2, 2)"),
+                       qk::Error);
+  // what the kernels do not take runs the reference: a clamp wider than int8 (it wraps there),
+  // a left shift past 31
+  for (const bool wide_clamp : {true, false}) {
+    qk::RequantParams<Scheme> r = p;
+    if (wide_clamp) {
+      r.clamp_min = -1000;
+      r.clamp_max = 1000;
+    } else {
+      r.constants[1] = QM{1 << 30, 32};
+    }
+    qk::ref::requantize(a, r, qk::View<std::int8_t>(want.data(), shape), "conv");
+    const qks::PreparedRequantize<Scheme, std::int8_t> prepared(r, shape, "conv");
+    CHECK_FALSE(prepared.runs_kernels());
+    prepared(a, qk::View<std::int8_t>(got.data(), shape));
+    CHECK(got == want);
+  }
+}
+
 TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lookup") {
   for_each_target("reductions", [](const qks::Kernels& k) {
     simd_test::check_minmax(&k);

@@ -8,7 +8,8 @@
 // c.row_len elements, axis 0), the View functions otherwise (per group, and requantize; same
 // arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
 // one target's kernels (quantkit::simd::available_kernels(): every compiled target this CPU
-// runs), for the variant matrix.
+// runs), for the variant matrix; "simd_prepared" — requantize through PreparedRequantize
+// objects made once (dispatched kernels).
 #if __has_include("quantkit/simd/implementation.hpp")
 #define QUANTKIT_SIMD_IMPLEMENTATION
 #include "quantkit/simd/implementation.hpp"
@@ -58,6 +59,46 @@ Run requantize_run(const qs::Kernels& k, const Case& c) {
     qs::requantize(in, (*ps)[i], out, std::string(), *kp);
     i = i + 1 == ps->size() ? 0 : i + 1;
   };
+}
+
+// "simd_prepared": the same layers as PreparedRequantize objects, made outside the timed loop
+// (the parameters' checks and conversion done once, as TFLite's Prepare).
+template <class Scheme>
+Run requantize_prepared_run(const Case& c) {
+  auto p = qk::RequantParams<Scheme>::make(c.params->multiplier, qk::IntRange{-128, 127},
+                                           c.params->out_zero_point, "bench");
+  p.bias = c.params->bias;
+  p.channel_axis = 0;
+  const qk::View<const std::int32_t> in(c.acc, dims_of(c));
+  const qk::View<std::int8_t> out(c.q_out, dims_of(c));
+  const int layers = p.bias.empty() ? 1 : requant_layers();
+  using Prepared = qs::PreparedRequantize<Scheme, std::int8_t>;
+  auto ps = std::make_shared<std::vector<Prepared>>();
+  std::mt19937 rng(7);  // the biases of requantize_run's layers
+  std::uniform_int_distribution<std::int32_t> bias(requant_positive_biases() ? 0 : -100, 100);
+  for (int l = 0; l < layers; ++l) {
+    if (l > 0)
+      for (std::int32_t& b : p.bias) b = bias(rng);
+    ps->emplace_back(p, dims_of(c), std::string());
+  }
+  if (layers == 1) return [in, out, ps] { (*ps)[0](in, out); };
+  return [in, out, ps, i = std::size_t{0}]() mutable {
+    (*ps)[i](in, out);
+    i = i + 1 == ps->size() ? 0 : i + 1;
+  };
+}
+
+Run simd_prepared_run(const Case& c) {
+  if (c.op != Op::requantize || c.gran == Gran::per_group) return {};
+  switch (c.requant) {
+    case Requant::float_half_even: return requantize_prepared_run<qk::FloatMultiplier<qk::RoundHalfEven>>(c);
+    case Requant::fixed_point: return requantize_prepared_run<qk::FixedPointDoubleRounding>(c);
+    case Requant::fixed_point_single: return requantize_prepared_run<qk::FixedPointSingleRounding>(c);
+    case Requant::pow2_half_away: return requantize_prepared_run<qk::PowerOfTwo<qk::RoundHalfAway>>(c);
+    case Requant::single_shift: return requantize_prepared_run<qk::SingleShift>(c);
+    case Requant::double_shift: return requantize_prepared_run<qk::DoubleShift>(c);
+    default: return {};
+  }
 }
 
 }  // namespace
@@ -162,6 +203,10 @@ void add_simd_impls(std::vector<Impl>& impls) {
   best.name = "simd";
   best.make = [](const Case& c) { return simd_front_run(qs::active_kernels(), c); };
   impls.push_back(best);
+  Impl prepared;
+  prepared.name = "simd_prepared";
+  prepared.make = simd_prepared_run;
+  impls.push_back(prepared);
   for (const qs::Kernels* k : qs::available_kernels()) {
     Impl impl;
     impl.name = std::string("simd:") + k->name;

@@ -55,14 +55,10 @@ inline std::int32_t requantize_value(std::int32_t acc, std::int32_t bias,
   return static_cast<std::int32_t>(std::min<std::int64_t>(std::max<std::int64_t>(r, lo), hi));
 }
 
-template <class Scheme, class Acc, class Out, int RI, int RO>
-void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
-                const View<Out, RO>& out, const std::string& layer = {}) {
-  static_assert(std::is_same_v<std::remove_const_t<Acc>, std::int32_t>,
-                "ref::requantize: accumulators must be std::int32_t");
-  if (acc.shape() != out.shape())
-    quantkit::detail::fail("layer '", layer, "': requantize output shape ", out.shape().to_string(),
-                 "; expected the accumulator shape ", acc.shape().to_string());
+// The checks of requantize that need no data: the clamp range, the constants' shifts, the
+// constants' and biases' counts against the channels of `shape`. Returns the channels' layout.
+template <class Scheme>
+ParamLayout check_requantize(const Dims& shape, const RequantParams<Scheme>& p, const std::string& layer = {}) {
   if (p.clamp_min > p.clamp_max)
     quantkit::detail::fail("layer '", layer, "': clamp range [", p.clamp_min, ", ", p.clamp_max,
                  "] is empty; expected min <= max");
@@ -71,7 +67,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
   const bool per_channel = p.constants.size() > 1 || p.bias.size() > 1;
   const Granularity g =
       per_channel ? Granularity::per_channel(p.channel_axis) : Granularity::per_tensor();
-  const ParamLayout layout(acc.shape(), g, layer);
+  ParamLayout layout(shape, g, layer);
   const std::int64_t channels = layout.count();
   if (p.constants.size() != 1 && static_cast<std::int64_t>(p.constants.size()) != channels)
     quantkit::detail::fail("layer '", layer, "': ", p.constants.size(), " multipliers for ", channels,
@@ -79,6 +75,18 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
   if (!p.bias.empty() && static_cast<std::int64_t>(p.bias.size()) != channels)
     quantkit::detail::fail("layer '", layer, "': ", p.bias.size(), " biases for ", channels,
                  " channels; expected ", channels);
+  return layout;
+}
+
+template <class Scheme, class Acc, class Out, int RI, int RO>
+void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
+                const View<Out, RO>& out, const std::string& layer = {}) {
+  static_assert(std::is_same_v<std::remove_const_t<Acc>, std::int32_t>,
+                "ref::requantize: accumulators must be std::int32_t");
+  if (acc.shape() != out.shape())
+    quantkit::detail::fail("layer '", layer, "': requantize output shape ", out.shape().to_string(),
+                 "; expected the accumulator shape ", acc.shape().to_string());
+  const ParamLayout layout = check_requantize(acc.shape(), p, layer);
   const Dims& so = out.strides();
   for_each_index(acc, [&](std::int64_t off, const Dims& idx) {
     const auto c = static_cast<std::size_t>(layout.index(idx));

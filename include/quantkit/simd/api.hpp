@@ -676,6 +676,96 @@ constexpr bool requant_supported() {
   }
 }
 
+// A layer's constants in the kernels' form for `count` channels: kp[s][c] for the slots the
+// scheme reads (requant_slots), kfp[c] for the float scheme. False when one is outside what
+// the kernels cover (the reference runs the call then); an undefined shift throws, naming it.
+template <class Scheme>
+bool kernel_requant_constants(const RequantParams<Scheme>& p, std::size_t count, std::int32_t* const* kp,
+                              float* kfp, const std::string& layer) {
+  constexpr int kSlots = requant_slots(Scheme::scheme);
+  // kf only for the float scheme (the others never read it)
+  constexpr bool kFloat = Scheme::scheme == RequantScheme::float_multiplier;
+  bool covered = true;  // checked after the loop: no branch per channel
+  if (p.constants.size() == 1) {
+    std::int32_t kc[7] = {};
+    float kfc = 0.0f;
+    covered = requant_constants<Scheme>(p.constants[0], kc, &kfc);
+    for (int s = 0; s < kSlots; ++s) std::fill(kp[s], kp[s] + count, kc[s]);
+    if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
+  } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
+    // requant_constants' left / right as a loop the compiler vectorizes: every channel
+    // has (left | right) <= 31 iff their OR does (all >= 0); with the shifts' check
+    // (requant_constants_defined; right in unsigned arithmetic: -INT_MIN is undefined)
+    const typename Scheme::Constants* const pc = p.constants.data();
+    std::int32_t* const kq = kp[0];
+    std::int32_t* const kl = kp[1];
+    std::int32_t* const kr = kp[2];
+    std::uint32_t shifts = 0, undefined = 0;
+    for (std::size_t c = 0; c < count; ++c) {
+      const int shift = pc[c].shift;
+      undefined |= static_cast<std::uint32_t>(!quantkit::detail::requant_constants_defined<Scheme>(pc[c]));
+      const std::uint32_t left = shift > 0 ? static_cast<std::uint32_t>(shift) : 0u;
+      const std::uint32_t right = shift < 0 ? 0u - static_cast<std::uint32_t>(shift) : 0u;
+      kq[c] = pc[c].multiplier;
+      kl[c] = static_cast<std::int32_t>(left);
+      kr[c] = static_cast<std::int32_t>(right);
+      shifts |= left | right;
+    }
+    if (undefined != 0) check_requant_shifts<Scheme>(p, layer);  // throws, naming it
+    covered = shifts <= 31u;
+  } else if constexpr (kFloat) {
+    // requant_constants' isfinite as exponent bits, so the loop vectorizes (the per-channel
+    // scalar loop was a tenth of a 4K-value call)
+    const typename Scheme::Constants* const pc = p.constants.data();
+    std::uint32_t nonfinite = 0;
+    for (std::size_t c = 0; c < count; ++c) {
+      const float m = pc[c].multiplier;
+      std::uint32_t bits;
+      std::memcpy(&bits, &m, sizeof bits);
+      kfp[c] = m;
+      nonfinite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    covered = nonfinite == 0;
+  } else {
+    const typename Scheme::Constants* const pc = p.constants.data();
+    for (std::size_t c = 0; c < count; ++c) {
+      std::int32_t kc[7] = {};
+      float kfc = 0.0f;
+      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);
+      for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
+      if constexpr (kFloat) kfp[c] = kfc;
+    }
+  }
+  return covered;
+}
+
+// The kernel over acc -> out, with the constants and biases in the kernels' form; `plan`, when
+// given, was made for these views' shape and strides.
+template <class Scheme, class O, class AccView, class OutView>
+void run_requantize_kernel(const AccView& acc, const OutView& out, const ParamLayout& layout,
+                           const std::int32_t* const* k, const float* kf, const std::int32_t* bias,
+                           const RequantParams<Scheme>& p, const Plan* plan, const Kernels* kernels) {
+  RequantizeArgs a;
+  if (plan != nullptr) {
+    a.plan = *plan;
+  } else {
+    make_plan(acc.shape(), acc.strides(), out.strides(), layout, a.plan);
+  }
+  a.acc = acc.data();
+  a.out = out.data();
+  a.out_type = elem_type_of<O>::value;
+  a.scheme = Scheme::scheme;
+  a.rounding = requant_rounding<Scheme>::value;
+  for (int s = 0; s < 7; ++s) a.k[s] = k[s];
+  a.kf = kf;
+  a.bias = bias;
+  a.zero_point = p.output_zero_point;
+  a.lo = p.clamp_min;
+  a.hi = p.clamp_max;
+  a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
+  run_requantize<O, Scheme::scheme, requant_rounding<Scheme>::value>(kernels, a);
+}
+
 }  // namespace detail
 
 // out = clamp(Scheme::apply(sat32(acc + bias[c]), k[c]) + zp, clamp_min, clamp_max) —
@@ -727,7 +817,6 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
       return;
     }
     const auto count = static_cast<std::size_t>(channels);
-    constexpr int kSlots = detail::requant_slots(Scheme::scheme);
     detail::ParamArray<std::int32_t> k[7] = {
         detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
         detail::ParamArray<std::int32_t>(count), detail::ParamArray<std::int32_t>(count),
@@ -735,64 +824,10 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
         detail::ParamArray<std::int32_t>(count)};
     detail::ParamArray<float> kf(count);
     detail::ParamArray<std::int32_t> bias(count);
-    // Local pointers, and only the slots the scheme reads: this runs on every call.
+    // Local pointers: this runs on every call.
     std::int32_t* kp[7];
     for (int s = 0; s < 7; ++s) kp[s] = k[s].data();
-    float* const kfp = kf.data();
-    // kf only for the float scheme (the others never read it)
-    constexpr bool kFloat = Scheme::scheme == RequantScheme::float_multiplier;
-    bool covered = true;  // checked after the loop: no branch per channel
-    if (p.constants.size() == 1) {
-      std::int32_t kc[7] = {};
-      float kfc = 0.0f;
-      covered = detail::requant_constants<Scheme>(p.constants[0], kc, &kfc);
-      for (int s = 0; s < kSlots; ++s) std::fill(kp[s], kp[s] + count, kc[s]);
-      if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
-    } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
-      // requant_constants' left / right as a loop the compiler vectorizes: every channel
-      // has (left | right) <= 31 iff their OR does (all >= 0); with the shifts' check
-      // (requant_constants_defined; right in unsigned arithmetic: -INT_MIN is undefined)
-      const typename Scheme::Constants* const pc = p.constants.data();
-      std::int32_t* const kq = kp[0];
-      std::int32_t* const kl = kp[1];
-      std::int32_t* const kr = kp[2];
-      std::uint32_t shifts = 0, undefined = 0;
-      for (std::size_t c = 0; c < count; ++c) {
-        const int shift = pc[c].shift;
-        undefined |= static_cast<std::uint32_t>(!quantkit::detail::requant_constants_defined<Scheme>(pc[c]));
-        const std::uint32_t left = shift > 0 ? static_cast<std::uint32_t>(shift) : 0u;
-        const std::uint32_t right = shift < 0 ? 0u - static_cast<std::uint32_t>(shift) : 0u;
-        kq[c] = pc[c].multiplier;
-        kl[c] = static_cast<std::int32_t>(left);
-        kr[c] = static_cast<std::int32_t>(right);
-        shifts |= left | right;
-      }
-      if (undefined != 0) detail::check_requant_shifts<Scheme>(p, layer);  // throws, naming it
-      covered = shifts <= 31u;
-    } else if constexpr (kFloat) {
-      // requant_constants' isfinite as exponent bits, so the loop vectorizes (the per-channel
-      // scalar loop was a tenth of a 4K-value call)
-      const typename Scheme::Constants* const pc = p.constants.data();
-      std::uint32_t nonfinite = 0;
-      for (std::size_t c = 0; c < count; ++c) {
-        const float m = pc[c].multiplier;
-        std::uint32_t bits;
-        std::memcpy(&bits, &m, sizeof bits);
-        kfp[c] = m;
-        nonfinite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-      }
-      covered = nonfinite == 0;
-    } else {
-      const typename Scheme::Constants* const pc = p.constants.data();
-      for (std::size_t c = 0; c < count; ++c) {
-        std::int32_t kc[7] = {};
-        float kfc = 0.0f;
-        covered &= detail::requant_constants<Scheme>(pc[c], kc, &kfc);
-        for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
-        if constexpr (kFloat) kfp[c] = kfc;
-      }
-    }
-    if (!covered) {
+    if (!detail::kernel_requant_constants<Scheme>(p, count, kp, kf.data(), layer)) {
       ref::requantize(acc, p, out, layer);  // shifts checked
       return;
     }
@@ -802,21 +837,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     } else {
       std::copy(p.bias.begin(), p.bias.end(), bp);
     }
-    RequantizeArgs a;
-    detail::make_plan(acc.shape(), acc.strides(), out.strides(), layout, a.plan);
-    a.acc = acc.data();
-    a.out = out.data();
-    a.out_type = elem_type_of<O>::value;
-    a.scheme = Scheme::scheme;
-    a.rounding = detail::requant_rounding<Scheme>::value;
-    for (int s = 0; s < 7; ++s) a.k[s] = k[s].data();
-    a.kf = kf.data();
-    a.bias = bias.data();
-    a.zero_point = p.output_zero_point;
-    a.lo = p.clamp_min;
-    a.hi = p.clamp_max;
-    a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
-    detail::run_requantize<O, Scheme::scheme, detail::requant_rounding<Scheme>::value>(kernels, a);
+    detail::run_requantize_kernel<Scheme, O>(acc, out, layout, kp, kf.data(), bp, p, nullptr, kernels);
   }
 }
 

@@ -7,3 +7,4 @@
 #include "quantkit/simd/abi.hpp"
 #include "quantkit/simd/api.hpp"
 #include "quantkit/simd/dispatch.hpp"
+#include "quantkit/simd/prepared_requantize.hpp"
