@@ -8565,8 +8565,9 @@ std::size_t grid_histogram_minmax(const T* x, std::size_t n, float inv_width, st
 //   quantkit::simd::PreparedRequantize<quantkit::FixedPointDoubleRounding, std::int8_t> rq(params, shape, "conv1");
 //   rq(acc_view, out_view);   // = simd::requantize(acc_view, params, out_view, "conv1")
 //
-// Same results and the same errors as simd::requantize (the parameters' errors at
-// construction); calls whose views are not contiguous make their plan per call.
+// Same results and the same checks as simd::requantize (the parameters' errors at
+// construction); calls whose views are not contiguous make their plan per call. A prepared
+// object does not change after construction: threads may call one at the same time.
 
 #include <cstdint>
 #include <limits>
