@@ -283,10 +283,7 @@ namespace {
 
 template <class Scheme>
 Run ref_requantize(const Case& c) {
-  auto p = qk::RequantParams<Scheme>::make(c.params->multiplier, qk::IntRange{-128, 127},
-                                           c.params->out_zero_point, "bench");
-  p.bias = c.params->bias;
-  p.channel_axis = 0;
+  const auto p = requant_params_of<Scheme>(c);
   const qk::View<const std::int32_t> in(c.acc, dims_of(c));
   const qk::View<std::int8_t> out(c.q_out, dims_of(c));
   return [in, out, p] { qk::ref::requantize(in, p, out); };

@@ -10,7 +10,9 @@
 
 #include "plain.hpp"
 #include "quantkit/params.hpp"
+#include "quantkit/policy/format.hpp"
 #include "quantkit/policy/rounding.hpp"
+#include "quantkit/ref/requantize.hpp"
 #include "quantkit/tensor/view.hpp"
 
 namespace quantkit {
@@ -98,6 +100,17 @@ inline bool& requant_positive_biases() {
 
 // The case's tensor shape and quantkit parameters, as quantkit::ref takes them (bench_kernels.cpp).
 quantkit::Dims dims_of(const Case& c);
+
+// The case's requantization parameters (int8 output, channels along axis 0), as every
+// requantize row takes them.
+template <class Scheme>
+quantkit::RequantParams<Scheme> requant_params_of(const Case& c) {
+  auto p = quantkit::RequantParams<Scheme>::make(c.params->multiplier, quantkit::IntRange{-128, 127},
+                                                 c.params->out_zero_point, "bench");
+  p.bias = c.params->bias;
+  p.channel_axis = 0;
+  return p;
+}
 quantkit::QuantParams quant_params(const Case& c);
 quantkit::RoundingMode mode_of(Round r);
 

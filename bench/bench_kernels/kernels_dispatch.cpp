@@ -34,58 +34,55 @@ namespace qs = quantkit::simd;
 
 namespace {
 
+// The layers a requantize row cycles through (--qk_requant_layers; one without biases): layer
+// 0's parameters are the case's (the check runs it), the others have the same constants and
+// biases of random sign, as a network's interleaved layers, so that per-row branches on the
+// bias see a sequence the predictor cannot learn from one call to the next (with many
+// layers); --qk_requant_positive_biases: the same layers with biases >= 0, to tell the
+// branches' cost from the parameters' cache misses.
+template <class Scheme>
+std::vector<qk::RequantParams<Scheme>> requant_layers_of(const Case& c) {
+  const auto p = requant_params_of<Scheme>(c);
+  const int layers = p.bias.empty() ? 1 : requant_layers();
+  std::vector<qk::RequantParams<Scheme>> ps(static_cast<std::size_t>(layers), p);
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<std::int32_t> bias(requant_positive_biases() ? 0 : -100, 100);
+  for (std::size_t l = 1; l < ps.size(); ++l)
+    for (std::int32_t& b : ps[l].bias) b = bias(rng);
+  return ps;
+}
+
+// Calls `call(layer)` on the layers in turn.
+template <class Layer, class Call>
+Run cycle_layers(std::vector<Layer> layers, Call call) {
+  auto ls = std::make_shared<const std::vector<Layer>>(std::move(layers));
+  if (ls->size() == 1) return [ls, call] { call((*ls)[0]); };
+  return [ls, call, i = std::size_t{0}]() mutable {
+    call((*ls)[i]);
+    i = i + 1 == ls->size() ? 0 : i + 1;
+  };
+}
+
 template <class Scheme>
 Run requantize_run(const qs::Kernels& k, const Case& c) {
-  auto p = qk::RequantParams<Scheme>::make(c.params->multiplier, qk::IntRange{-128, 127},
-                                           c.params->out_zero_point, "bench");
-  p.bias = c.params->bias;
-  p.channel_axis = 0;
   const qk::View<const std::int32_t> in(c.acc, dims_of(c));
   const qk::View<std::int8_t> out(c.q_out, dims_of(c));
   const qs::Kernels* kp = &k;
-  const int layers = requant_layers();
-  if (layers <= 1 || p.bias.empty()) return [in, out, p, kp] { qs::requantize(in, p, out, std::string(), *kp); };
-  // Layers interleaved, as a network runs them: the same constants, each layer's biases of
-  // random sign (layer 0's are the case's, which the check runs), so that per-row branches on
-  // the bias see a sequence the predictor cannot learn from one call to the next (with many
-  // layers); --qk_requant_positive_biases: the same layers with biases >= 0, to tell the
-  // branches' cost from the parameters' cache misses.
-  auto ps = std::make_shared<std::vector<qk::RequantParams<Scheme>>>(static_cast<std::size_t>(layers), p);
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<std::int32_t> bias(requant_positive_biases() ? 0 : -100, 100);
-  for (std::size_t l = 1; l < ps->size(); ++l)
-    for (std::int32_t& b : (*ps)[l].bias) b = bias(rng);
-  return [in, out, ps, kp, i = std::size_t{0}]() mutable {
-    qs::requantize(in, (*ps)[i], out, std::string(), *kp);
-    i = i + 1 == ps->size() ? 0 : i + 1;
-  };
+  return cycle_layers(requant_layers_of<Scheme>(c), [in, out, kp](const qk::RequantParams<Scheme>& p) {
+    qs::requantize(in, p, out, std::string(), *kp);
+  });
 }
 
 // "simd_prepared": the same layers as PreparedRequantize objects, made outside the timed loop
 // (the parameters' checks and conversion done once, as TFLite's Prepare).
 template <class Scheme>
 Run requantize_prepared_run(const Case& c) {
-  auto p = qk::RequantParams<Scheme>::make(c.params->multiplier, qk::IntRange{-128, 127},
-                                           c.params->out_zero_point, "bench");
-  p.bias = c.params->bias;
-  p.channel_axis = 0;
+  using Prepared = qs::PreparedRequantize<Scheme, std::int8_t>;
+  std::vector<Prepared> prepared;
+  for (const auto& p : requant_layers_of<Scheme>(c)) prepared.emplace_back(p, dims_of(c));
   const qk::View<const std::int32_t> in(c.acc, dims_of(c));
   const qk::View<std::int8_t> out(c.q_out, dims_of(c));
-  const int layers = p.bias.empty() ? 1 : requant_layers();
-  using Prepared = qs::PreparedRequantize<Scheme, std::int8_t>;
-  auto ps = std::make_shared<std::vector<Prepared>>();
-  std::mt19937 rng(7);  // the biases of requantize_run's layers
-  std::uniform_int_distribution<std::int32_t> bias(requant_positive_biases() ? 0 : -100, 100);
-  for (int l = 0; l < layers; ++l) {
-    if (l > 0)
-      for (std::int32_t& b : p.bias) b = bias(rng);
-    ps->emplace_back(p, dims_of(c), std::string());
-  }
-  if (layers == 1) return [in, out, ps] { (*ps)[0](in, out); };
-  return [in, out, ps, i = std::size_t{0}]() mutable {
-    (*ps)[i](in, out);
-    i = i + 1 == ps->size() ? 0 : i + 1;
-  };
+  return cycle_layers(std::move(prepared), [in, out](const Prepared& layer) { layer(in, out); });
 }
 
 Run simd_prepared_run(const Case& c) {
