@@ -731,9 +731,8 @@ bool kernel_requant_constants(const RequantParams<Scheme>& p, std::size_t count,
     for (std::size_t c = 0; c < count; ++c) {
       std::int32_t kc[7] = {};
       float kfc = 0.0f;
-      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);
+      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);  // (kfc: the float scheme's only)
       for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
-      if constexpr (kFloat) kfp[c] = kfc;
     }
   }
   return covered;

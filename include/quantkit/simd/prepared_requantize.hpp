@@ -51,7 +51,8 @@ class PreparedRequantize {
         k_[s].resize(count);
         kp[s] = k_[s].data();
       }
-      kf_.resize(count);
+      // the float multipliers: only the float scheme's kernels read them
+      if constexpr (Scheme::scheme == RequantScheme::float_multiplier) kf_.resize(count);
       if (!detail::kernel_requant_constants<Scheme>(p_, count, kp, kf_.data(), layer_)) return;
       bias_ = p_.bias.empty() ? std::vector<std::int32_t>(count, 0) : p_.bias;
       const Dims strides = contiguous_strides(shape_);
