@@ -160,6 +160,71 @@ TEST_CASE("Graph: topological order, cycles, dangling inputs, duplicate outputs"
   CHECK(contains(error_of([&] { unproduced.validate(); }), "graph output 'w' is not produced"));
 }
 
+// run() keeps values by index (names resolved once at construction): shared intermediates,
+// fed initializers, requested inputs, repeated and unknown names, copies of the executor.
+TEST_CASE("Executor: values shared, overridden, requested twice; copies and moves run") {
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, true, {2}, {""}});
+  g.outputs.push_back({"s", DType::float32, false, {}, {}});
+  g.outputs.push_back({"t", DType::float32, false, {}, {}});
+  g.initializers["k"] = f32({2}, {1.0f, -3.0f});
+  g.nodes.push_back({"Add", "", "a", {"x", "k"}, {"y"}, {}, "m.onnx"});
+  g.nodes.push_back({"Relu", "", "r", {"y"}, {"s"}, {}, "m.onnx"});  // y read twice: freed after t
+  g.nodes.push_back({"Identity", "", "n", {"y"}, {"t"}, {}, "m.onnx"});
+  const Tensor x = f32({2}, {2.0f, 1.0f});
+  const qk::Executor<> ex(g);
+  auto out = ex.run({{"x", x}});
+  CHECK(out.size() == 2);
+  check_floats(out.at("s"), {2}, {3.0f, 0.0f});
+  check_floats(out.at("t"), {2}, {3.0f, -2.0f});
+  CHECK(out.at("t").name() == "t");
+
+  // a fed initializer replaces the stored one
+  out = ex.run({{"x", x}, {"k", f32({2}, {-5.0f, 5.0f})}});
+  check_floats(out.at("s"), {2}, {0.0f, 6.0f});
+
+  // inputs and initializers requested as outputs are copies; a name requested twice is one entry
+  qk::RunOptions o;
+  o.outputs = {"k", "x", "y", "y"};
+  out = ex.run({{"x", x}}, o);
+  CHECK(out.size() == 3);
+  check_floats(out.at("k"), {2}, {1.0f, -3.0f});
+  check_floats(out.at("x"), {2}, {2.0f, 1.0f});
+  check_floats(out.at("y"), {2}, {3.0f, -2.0f});
+  // only what "y" needs runs: no Relu, no Identity
+  int calls = 0;
+  o.on_node = [&](const Node& n, const std::vector<const Tensor*>& in, const std::vector<Tensor>&) {
+    ++calls;
+    CHECK(n.name == "a");
+    CHECK(in.size() == 2);
+  };
+  (void)ex.run({{"x", x}}, o);
+  CHECK(calls == 1);
+  // every value with keep_intermediates, the shared one included
+  qk::RunOptions all;
+  all.keep_intermediates = true;
+  out = ex.run({{"x", x}}, all);
+  CHECK(out.size() == 3);
+  check_floats(out.at("y"), {2}, {3.0f, -2.0f});
+
+  qk::RunOptions unknown;
+  unknown.outputs = {"s", "nope"};
+  CHECK(contains(error_of([&] { ex.run({{"x", x}}, unknown); }),
+                 "requested value 'nope' is not produced by any node, input or initializer"));
+  CHECK(contains(error_of([&] { ex.run({{"x", x}, {"y", x}}); }), "fed value 'y' is not a graph input or initializer"));
+
+  // a copy and a moved-to executor hold their own graph: the same results
+  const qk::Executor<> copy = ex;
+  qk::Executor<> moved_from(g);
+  const qk::Executor<> moved = std::move(moved_from);
+  for (const qk::Executor<>* e : {&copy, &moved}) {
+    out = e->run({{"x", x}, {"k", f32({2}, {0.0f, 0.0f})}});
+    check_floats(out.at("s"), {2}, {2.0f, 1.0f});
+    out = e->run({{"x", x}});
+    check_floats(out.at("t"), {2}, {3.0f, -2.0f});
+  }
+}
+
 TEST_CASE("Executor: chosen outputs, intermediates, callback, input checks, unknown op") {
   Graph g;
   g.inputs.push_back({"x", DType::float32, true, {2}, {""}});

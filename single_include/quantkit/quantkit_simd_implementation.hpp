@@ -7916,9 +7916,8 @@ bool kernel_requant_constants(const RequantParams<Scheme>& p, std::size_t count,
     for (std::size_t c = 0; c < count; ++c) {
       std::int32_t kc[7] = {};
       float kfc = 0.0f;
-      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);
+      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);  // (kfc: the float scheme's only)
       for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
-      if constexpr (kFloat) kfp[c] = kfc;
     }
   }
   return covered;
@@ -8604,7 +8603,8 @@ class PreparedRequantize {
         k_[s].resize(count);
         kp[s] = k_[s].data();
       }
-      kf_.resize(count);
+      // the float multipliers: only the float scheme's kernels read them
+      if constexpr (Scheme::scheme == RequantScheme::float_multiplier) kf_.resize(count);
       if (!detail::kernel_requant_constants<Scheme>(p_, count, kp, kf_.data(), layer_)) return;
       bias_ = p_.bias.empty() ? std::vector<std::int32_t>(count, 0) : p_.bias;
       const Dims strides = contiguous_strides(shape_);

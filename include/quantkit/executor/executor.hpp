@@ -101,7 +101,7 @@ class Executor {
     order_ = graph_.topological_order();
     functions_.resize(graph_.nodes.size());
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_.get(graph_.nodes[i]);
-    producer_ = graph_.producers();
+    index_values();
   }
 
  public:
@@ -110,31 +110,43 @@ class Executor {
     std::vector<std::string> wanted = options.outputs;
     if (wanted.empty())
       for (const auto& o : graph_.outputs) wanted.push_back(o.name);
-    const std::vector<bool> needed = needed_nodes(wanted, inputs);
+    const std::size_t n_values = names_.size();
+    // Before a node computes it, a value is read from the fed tensors, else the initializers.
+    std::vector<const Tensor*> given(n_values, nullptr);
+    std::vector<char> fed(n_values, 0);
+    {
+      auto it = graph_.initializers.begin();
+      for (std::size_t id : initializer_ids_) given[id] = &(it++)->second;
+    }
+    for (const auto& kv : inputs) {
+      const std::size_t id = ids_.at(kv.first);  // (check_inputs: a graph input or initializer)
+      given[id] = &kv.second;
+      fed[id] = 1;
+    }
+    const std::vector<char> needed = needed_nodes(wanted, fed);
 
     // Remaining uses of each value by the nodes still to run, to free intermediates early.
-    std::unordered_map<std::string, std::size_t> uses;
+    std::vector<std::size_t> uses(n_values, 0);
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i)
       if (needed[i])
-        for (const auto& in : graph_.nodes[i].inputs)
-          if (!in.empty()) ++uses[in];
-    const std::set<std::string> keep(wanted.begin(), wanted.end());
+        for (std::size_t id : node_inputs_[i])
+          if (id != kNoValue) ++uses[id];
+    std::vector<char> keep(n_values, 0);
+    for (const auto& w : wanted)
+      if (auto it = ids_.find(w); it != ids_.end()) keep[it->second] = 1;
 
-    TensorMap values;
-    auto lookup = [&](const std::string& v) -> const Tensor* {
-      if (auto it = values.find(v); it != values.end()) return &it->second;
-      if (auto it = inputs.find(v); it != inputs.end()) return &it->second;
-      if (auto it = graph_.initializers.find(v); it != graph_.initializers.end()) return &it->second;
-      return nullptr;
-    };
+    std::vector<Tensor> values(n_values);
+    std::vector<char> computed(n_values, 0);
+    auto lookup = [&](std::size_t id) -> const Tensor* { return computed[id] ? &values[id] : given[id]; };
 
     for (std::size_t idx : order_) {
       if (!needed[idx]) continue;
       const graph::Node& node = graph_.nodes[idx];
-      std::vector<const Tensor*> in(node.inputs.size(), nullptr);
-      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
-        if (node.inputs[k].empty()) continue;
-        in[k] = lookup(node.inputs[k]);
+      const std::vector<std::size_t>& in_ids = node_inputs_[idx];
+      std::vector<const Tensor*> in(in_ids.size(), nullptr);
+      for (std::size_t k = 0; k < in_ids.size(); ++k) {
+        if (in_ids[k] == kNoValue) continue;
+        in[k] = lookup(in_ids[k]);
         if (!in[k]) node.fail("input '", node.inputs[k], "' has no value (not fed and not produced)");
       }
       OpContext ctx(node, opset_of(node), in);
@@ -146,21 +158,35 @@ class Executor {
       }
       if constexpr (detail::has_after_node<Mode>::value) mode_.after_node(node, ctx.outputs());
       if (options.on_node) options.on_node(node, in, ctx.outputs());
-      for (std::size_t k = 0; k < node.outputs.size(); ++k)
-        if (!node.outputs[k].empty()) values[node.outputs[k]] = std::move(ctx.output(k));
+      const std::vector<std::size_t>& out_ids = node_outputs_[idx];
+      for (std::size_t k = 0; k < out_ids.size(); ++k)
+        if (out_ids[k] != kNoValue) {
+          values[out_ids[k]] = std::move(ctx.output(k));
+          computed[out_ids[k]] = 1;
+        }
       if (!options.keep_intermediates)
-        for (const auto& v : node.inputs)
-          if (!v.empty() && --uses[v] == 0 && !keep.count(v)) values.erase(v);
+        for (std::size_t id : in_ids)
+          if (id != kNoValue && --uses[id] == 0 && !keep[id] && computed[id]) {
+            values[id] = Tensor();
+            computed[id] = 0;
+          }
     }
 
     TensorMap result;
-    if (options.keep_intermediates) result = std::move(values);
+    if (options.keep_intermediates)
+      for (std::size_t id = 0; id < n_values; ++id)
+        if (computed[id]) {
+          result[names_[id]] = std::move(values[id]);
+          computed[id] = 0;
+        }
     for (const auto& w : wanted) {
       if (result.count(w)) continue;
-      if (auto it = values.find(w); it != values.end()) {  // computed here: moved, not copied
-        result[w] = std::move(it->second);
+      auto it = ids_.find(w);
+      const std::size_t id = it == ids_.end() ? kNoValue : it->second;
+      if (id != kNoValue && computed[id]) {  // computed here: moved, not copied
+        result[w] = std::move(values[id]);
         result[w].set_name(w);
-      } else if (const Tensor* t = lookup(w)) {
+      } else if (const Tensor* t = id == kNoValue ? nullptr : lookup(id)) {
         result[w] = *t;
         result[w].set_name(w);
       } else {
@@ -222,34 +248,76 @@ class Executor {
   }
 
   // Nodes needed for `wanted`, failing on values nobody produces or feeds.
-  std::vector<bool> needed_nodes(const std::vector<std::string>& wanted, const TensorMap& inputs) const {
-    std::vector<bool> needed(graph_.nodes.size(), false);
-    std::vector<std::string> stack(wanted.begin(), wanted.end());
-    std::set<std::string> seen;
+  std::vector<char> needed_nodes(const std::vector<std::string>& wanted, const std::vector<char>& fed) const {
+    std::vector<char> needed(graph_.nodes.size(), 0);
+    std::vector<char> seen(names_.size(), 0);
+    // (value id, name): kNoValue for a requested name the graph does not have
+    std::vector<std::pair<std::size_t, const std::string*>> stack;
+    for (const auto& w : wanted) {
+      auto it = ids_.find(w);
+      stack.emplace_back(it == ids_.end() ? kNoValue : it->second, &w);
+    }
     while (!stack.empty()) {
-      const std::string v = stack.back();
+      const auto [id, name] = stack.back();
       stack.pop_back();
-      if (v.empty() || !seen.insert(v).second) continue;
-      if (inputs.count(v)) continue;
-      auto p = producer_.find(v);
-      if (p == producer_.end()) {
-        if (graph_.is_initializer(v)) continue;
-        if (graph_.is_input(v)) graph_.fail("input '", v, "' is needed but was not given");
-        graph_.fail("requested value '", v, "' is not produced by any node, input or initializer");
+      if (name->empty()) continue;
+      if (id == kNoValue) graph_.fail("requested value '", *name, "' is not produced by any node, input or initializer");
+      if (seen[id]) continue;
+      seen[id] = 1;
+      if (fed[id]) continue;
+      const std::size_t p = producer_[id];
+      if (p == kNoValue) {
+        if (is_initializer_[id]) continue;
+        if (graph_.is_input(*name)) graph_.fail("input '", *name, "' is needed but was not given");
+        graph_.fail("requested value '", *name, "' is not produced by any node, input or initializer");
       }
-      if (needed[p->second]) continue;
-      needed[p->second] = true;
-      for (const auto& in : graph_.nodes[p->second].inputs) stack.push_back(in);
+      if (needed[p]) continue;
+      needed[p] = 1;
+      const graph::Node& node = graph_.nodes[p];
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) stack.emplace_back(node_inputs_[p][k], &node.inputs[k]);
     }
     return needed;
   }
+
+  // Value names as indices, made once: run() keeps values, uses and producers in vectors (string
+  // maps per run were 45 % of the integer demo CNN's time at batch 1).
+  void index_values() {
+    auto id = [&](const std::string& v) {
+      if (v.empty()) return kNoValue;
+      const auto r = ids_.emplace(v, names_.size());
+      if (r.second) names_.push_back(v);
+      return r.first->second;
+    };
+    for (const auto& d : graph_.inputs) id(d.name);
+    for (const auto& kv : graph_.initializers) initializer_ids_.push_back(id(kv.first));
+    node_inputs_.resize(graph_.nodes.size());
+    node_outputs_.resize(graph_.nodes.size());
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      for (const auto& v : graph_.nodes[i].inputs) node_inputs_[i].push_back(id(v));
+      for (const auto& v : graph_.nodes[i].outputs) node_outputs_[i].push_back(id(v));
+    }
+    for (const auto& o : graph_.outputs) id(o.name);
+    producer_.assign(names_.size(), kNoValue);
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i)
+      for (std::size_t v : node_outputs_[i])
+        if (v != kNoValue && producer_[v] == kNoValue) producer_[v] = i;  // the first, as Graph::producers
+    is_initializer_.assign(names_.size(), 0);
+    for (std::size_t v : initializer_ids_) is_initializer_[v] = 1;
+  }
+
+  static constexpr std::size_t kNoValue = static_cast<std::size_t>(-1);
 
   graph::Graph graph_;
   Mode mode_;
   OpRegistry registry_;  // a copy: the executor never depends on the caller's registry's lifetime
   std::vector<std::size_t> order_;
   std::vector<OpFunction> functions_;
-  std::unordered_map<std::string, std::size_t> producer_;
+  std::unordered_map<std::string, std::size_t> ids_;  // value name -> index
+  std::vector<std::string> names_;                    // index -> value name
+  std::vector<std::size_t> initializer_ids_;          // in graph_.initializers' order
+  std::vector<std::vector<std::size_t>> node_inputs_, node_outputs_;  // kNoValue: omitted
+  std::vector<std::size_t> producer_;                 // node index, or kNoValue
+  std::vector<char> is_initializer_;
 };
 
 }  // namespace quantkit
