@@ -418,6 +418,33 @@ TEST_CASE("integer mode: FloatMultiplier<RoundHalfEven> reproduces QLinearConv a
       CHECK(want == got);
     }
     hwy::SetSupportedTargetsForTest(0);
+    // The prepared inputs (weight sums; weights by position for channel groups of 4 and windows
+    // larger than 1 x 1), then the op without them (made per call): the same bytes.
+    const std::int64_t Cg = C / group;
+    Graph plain = intr.graph();
+    CHECK(plain.nodes[0].inputs.size() == (Cg % 4 == 0 && cc.kh * cc.kw > 1 ? 11u : 10u));
+    CHECK(plain.initializers.at(plain.nodes[0].inputs.at(9)).shape() == qk::Dims{M});
+    plain.nodes[0].inputs.resize(9);
+    const qk::Executor<> unprepared(plain, intr.mode().registry());
+    CHECK(unprepared.run({{"x", x}}).at("y") == want);
+    if (trial < 2) {  // wrong prepared inputs: errors naming the node, what was found and expected
+      Graph bad = intr.graph();
+      bad.initializers.at(bad.nodes[0].inputs.at(9)) = Tensor(DType::int32, qk::Dims{M + 1});
+      const qk::Executor<> bad_sums(bad, intr.mode().registry());
+      CHECK_THROWS_WITH_AS(bad_sums.run({{"x", x}}),
+                           doctest::Contains(("prepared weight sums are int32 [" + std::to_string(M + 1) +
+                                              "]; expected int32 [" + std::to_string(M) + "]").c_str()),
+                           qk::Error);
+      bad = intr.graph();
+      REQUIRE(bad.nodes[0].inputs.size() == 11);
+      bad.initializers.at(bad.nodes[0].inputs.at(10)) = Tensor(DType::uint8, qk::Dims{M, 36});
+      const qk::Executor<> bad_order(bad, intr.mode().registry());
+      CHECK_THROWS_WITH_AS(bad_order.run({{"x", x}}),
+                           doctest::Contains(("prepared reordered weights are uint8 [" + std::to_string(M) +
+                                              ", 36]; expected int8 [" + std::to_string(M) + ", " +
+                                              std::to_string(Cg * cc.kh * cc.kw) + "]").c_str()),
+                           qk::Error);
+    }
   }
   // QLinearMatMul: a [3, 5, 40] uint8 x b [40, 24] int8 per column.
   for (int trial = 0; trial < 4; ++trial) {

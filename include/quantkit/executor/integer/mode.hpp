@@ -444,6 +444,31 @@ class IntegerModeT {
       r.inputs.push_back(add_initializer(r.name + "_packed_weights", std::move(t)));
     }
 
+    // IntConv's prepared inputs (see int_conv_fast in integer/ops.hpp), when every weight zero
+    // point is 0 (the fast path): [9] the weight rows' sums (int32 [M]), folded into the bias with
+    // the input's zero point on every call; [10] for whole 4-deep channel groups and windows
+    // larger than 1 x 1, the weights in (kernel row, kernel column, channel) order ([M, K]).
+    void add_prepared_conv_weights(Node& r, const Dq& wdq, const Tensor& w) {
+      const Tensor& z = initializer(wdq.zp, "weight zero point");
+      for (std::int64_t i = 0; i < z.size(); ++i)
+        if (z.as_int64(i) != 0) return;
+      if (w.rank() < 3 || w.dim(0) == 0) return;  // (the op reports a bad shape)
+      const std::int64_t M = w.dim(0), Cg = w.dim(1), K = w.size() / M, ks = K / std::max<std::int64_t>(Cg, 1);
+      Tensor sums(DType::int32, Dims{M});
+      for (std::int64_t m = 0; m < M; ++m) {
+        std::uint32_t s = 0;  // modulo 2^32, as the op's own sum
+        for (std::int64_t k = 0; k < K; ++k) s += static_cast<std::uint32_t>(w.as_int64(m * K + k));
+        sums.template data<std::int32_t>()[m] = static_cast<std::int32_t>(s);
+      }
+      r.inputs.resize(9);
+      r.inputs.push_back(add_initializer(r.name + "_weight_sums", std::move(sums)));
+      if (Cg % 4 != 0 || ks <= 1) return;
+      Tensor reordered(w.dtype(), Dims{M, K});
+      integer::detail::reorder_conv_weights(static_cast<const std::uint8_t*>(w.raw()), M, Cg, ks,
+                                            static_cast<std::uint8_t*>(reordered.raw()));
+      r.inputs.push_back(add_initializer(r.name + "_weights_by_position", std::move(reordered)));
+    }
+
     // An OpContext only for naming the node in errors of the shared helpers.
     struct OpContextFor : OpContext {
       explicit OpContextFor(const Node& n) : OpContext(n, 0, {}) {}
@@ -486,6 +511,7 @@ class IntegerModeT {
         if (!b.empty()) in.push_back(b);
         r = make_node(n, "IntConv", in, o);
         r.attributes = n.attributes;
+        if (!integer::detail::is_16bit(x.type)) add_prepared_conv_weights(r, w.dq, *wt);
       } else if (op == "Gemm" || op == "MatMul") {
         if (op == "Gemm" && (n.attr_int("transA", 0) != 0 || n.attr_float("alpha", 1.0f) != 1.0f ||
                              n.attr_float("beta", 1.0f) != 1.0f))

@@ -23,7 +23,11 @@
 // point times the weight sums is folded into the bias (the data fed as uint8: int8 is read XOR
 // 0x80 with zero point z + 128). IntMatMul takes one more input, [9] the weights packed once
 // by IntegerMode::prepare (simd::PackedB::to_bytes, for uint8 A; only when the weight zero
-// points are 0), and folds z'_a * colsum(B) into the bias the same way. The same integers as
+// points are 0), and folds z'_a * colsum(B) into the bias the same way. IntConv takes up to two
+// more, made once by IntegerMode::prepare for 8-bit activations and weight zero points 0: [9]
+// the weight rows' sums (int32 [M]) and [10] for channel groups of 4 and windows larger than
+// 1 x 1 the weights in (kernel row, kernel column, channel) order ([M, K]); without them the
+// op computes both per call (at batch 1 that was a quarter of the demo CNN's IntConv time). The same integers as
 // the general path; scratch buffers belong to the calling thread and are kept (no allocation
 // per call for them once warm).
 //
@@ -553,6 +557,15 @@ void depthwise_accumulate(const std::uint8_t* x, std::int64_t N, std::int64_t C,
 }
 
 
+// Weights [M, Cg, ks] (bytes) as [M, ks, Cg]: the k order of windows packed by position.
+inline void reorder_conv_weights(const std::uint8_t* w, std::int64_t M, std::int64_t Cg, std::int64_t ks,
+                                 std::uint8_t* out) {
+  const std::int64_t KK = Cg * ks;
+  for (std::int64_t m = 0; m < M; ++m)
+    for (std::int64_t c = 0; c < Cg; ++c)
+      for (std::int64_t t = 0; t < ks; ++t) out[m * KK + t * Cg + c] = w[m * KK + c * ks + t];
+}
+
 // IntConv's output from its int32 accumulators (N x M x out): requantized per output channel
 // (multiplier s_x * s_w[m] / s_y, bias[m]), clamped (a fused Relu/Clip).
 template <class Scheme>
@@ -612,13 +625,25 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
                           (x.dtype() == DType::uint8 && x_signed_in_gemm ? 128 : 0);
   const auto pad = static_cast<std::uint8_t>(xa.zero_point);  // the zero point's bits in x's type
   const auto* px = static_cast<const std::uint8_t*>(x.raw());
+  // Prepared by IntegerMode::prepare (inputs 9 and 10, see prepared_conv_weights): the weight
+  // rows' sums, and the weights in (kernel row, kernel column, channel) order.
+  const Tensor* sums = ctx.optional_input(9);
+  const Tensor* reordered_in = ctx.optional_input(10);
+  if (sums && (sums->dtype() != DType::int32 || sums->shape() != Dims{M}))
+    ctx.fail("prepared weight sums are ", graph::to_string(sums->dtype()), " ", sums->shape().to_string(),
+             "; expected int32 [", M, "]");
+  if (reordered_in && (reordered_in->dtype() != w.dtype() || reordered_in->shape() != Dims{M, KK}))
+    ctx.fail("prepared reordered weights are ", graph::to_string(reordered_in->dtype()), " ",
+             reordered_in->shape().to_string(), "; expected ", graph::to_string(w.dtype()), " [", M, ", ", KK, "]");
   std::vector<std::int32_t> folded(static_cast<std::size_t>(M));
   visit_int8(ctx, w.dtype(), [&](auto tag) {
     using TW = decltype(tag);
     const TW* pw = w.data<TW>();
+    const std::int32_t* ps = sums ? sums->data<std::int32_t>() : nullptr;
     for (std::int64_t m = 0; m < M; ++m) {
       std::uint32_t sum = 0;
-      for (std::int64_t k = 0; k < KK; ++k) sum += static_cast<std::uint32_t>(std::int32_t{pw[m * KK + k]});
+      if (ps) sum = static_cast<std::uint32_t>(ps[m]);
+      else for (std::int64_t k = 0; k < KK; ++k) sum += static_cast<std::uint32_t>(std::int32_t{pw[m * KK + k]});
       const std::uint32_t b = bias.empty() ? 0u : static_cast<std::uint32_t>(bias[static_cast<std::size_t>(m)]);
       folded[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(b - static_cast<std::uint32_t>(zx) * sum);
     }
@@ -679,13 +704,14 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
   // at a time, with the weights' k reordered to (kernel row, kernel column, channel).
   const bool by_position = !pointwise && Cg % 4 == 0;
   const auto* weights = static_cast<const std::uint8_t*>(w.raw());
-  if (by_position) {
-    const std::int64_t ks = g.kernel_size();
-    std::uint8_t* reordered = scratch<std::uint8_t, 3>(static_cast<std::size_t>(M * KK));
-    for (std::int64_t m = 0; m < M; ++m)
-      for (std::int64_t c = 0; c < Cg; ++c)
-        for (std::int64_t t = 0; t < ks; ++t) reordered[m * KK + t * Cg + c] = weights[m * KK + c * ks + t];
-    weights = reordered;
+  if (by_position && g.kernel_size() > 1) {  // (1 x 1 windows: the order is the same)
+    if (reordered_in) {
+      weights = static_cast<const std::uint8_t*>(reordered_in->raw());
+    } else {
+      std::uint8_t* reordered = scratch<std::uint8_t, 3>(static_cast<std::size_t>(M * KK));
+      reorder_conv_weights(weights, M, Cg, g.kernel_size(), reordered);
+      weights = reordered;
+    }
   }
   for (std::int64_t gi = 0; gi < group; ++gi)
     for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
