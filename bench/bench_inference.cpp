@@ -1,12 +1,13 @@
-// Whole-model inference, batch 256, one thread: quantkit's IntegerMode (int8 QDQ graph run in
-// integers) and float executor on (a) the demo CNN (examples/data/demo) and (b) a 3-layer MLP
-// 1024 wide (1024 -> 1024 -> 1024 -> 1024, Gemm + Relu), and the int8 GEMM kernel alone at
+// Whole-model inference, batch 256 (--qk_batch=N; 1 for latency: the GEMM benches keep 256
+// rows), one thread: quantkit's IntegerMode (int8 QDQ graph run in integers) and float
+// executor on (a) the demo CNN (examples/data/demo) and (b) a 3-layer MLP 1024 wide
+// (1024 -> 1024 -> 1024 -> 1024, Gemm + Relu), and the int8 GEMM kernel alone at
 // M = 256, K = N = 1024 (u8 x s8; and in float: quantkit::simd::gemm_f32, which the float
 // executor runs, and Eigen at this build's flags; and ONNX Runtime's int16 pair sums of x86-64
 // CPUs without VNNI: the pair-sum kernel against its plain loop, and each model's integer mode
 // with --ort-no-vnni's emulation). ONNX Runtime runs the same models, written here:
 //
-//   build/bench/bench/bench_inference --qk_models=DIR [benchmark flags]
+//   build/bench/bench/bench_inference --qk_models=DIR [--qk_batch=N] [benchmark flags]
 //       writes DIR/{cnn,mlp}.{float,qdq,qop}.onnx, DIR/gemm_u8s8.onnx (MatMulInteger, B a
 //       constant), DIR/matmul_f32.onnx, the batch inputs (.npy) and DIR/manifest.json, then
 //       times quantkit;
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -55,7 +57,8 @@ using qk::graph::Tensor;
 
 namespace {
 
-constexpr std::int64_t kBatch = 256;
+constexpr std::int64_t kGemmM = 256;  // GEMM rows (the GEMM benches; ORT's MatMul models)
+std::int64_t g_batch = 256;          // samples per model run (--qk_batch)
 constexpr std::int64_t kWidth = 1024;  // MLP width, GEMM K and N
 
 // A small deterministic generator (the same numbers on every platform).
@@ -142,7 +145,7 @@ qk::graph::Graph make_matmul(bool integer) {
   a.name = "A";
   a.dtype = integer ? DType::uint8 : DType::float32;
   a.has_shape = true;
-  a.dims = {kBatch, kWidth};
+  a.dims = {kGemmM, kWidth};
   g.inputs.push_back(a);
   Tensor b(integer ? DType::int8 : DType::float32, qk::Dims{kWidth, kWidth}, "B");
   Lcg rng(7);
@@ -161,12 +164,15 @@ qk::graph::Graph make_matmul(bool integer) {
   y.name = "Y";
   y.dtype = integer ? DType::int32 : DType::float32;
   y.has_shape = true;
-  y.dims = {kBatch, kWidth};
+  y.dims = {kGemmM, kWidth};
   g.outputs.push_back(y);
   return g;
 }
 
 Tensor first_rows(const Tensor& x, std::int64_t rows) {
+  if (rows > x.dim(0))
+    throw qk::Error("--qk_batch=" + std::to_string(rows) + ": '" + x.name() + "' has " + std::to_string(x.dim(0)) +
+                    " samples; expected a batch of at most that many");
   qk::Dims shape = x.shape();
   shape[0] = rows;
   Tensor out(x.dtype(), shape, x.name());
@@ -188,7 +194,7 @@ void save_npy(const std::string& path, const Tensor& t) {
 struct Model {
   std::string name;
   std::string input;     // graph input name
-  Tensor x;              // batch of kBatch samples
+  Tensor x;              // batch of g_batch samples
   qk::graph::Graph float_graph;
   qk::graph::Graph qdq_graph;  // the written QDQ model, loaded back
   std::string float_path, qdq_path, qop_path, input_path;
@@ -215,7 +221,7 @@ void write_models(const std::string& dir) {
     m.name = "cnn";
     m.input = "input";
     m.float_graph = qk::onnx::load(demo + "/digits_cnn.onnx");
-    m.x = first_rows(load_npy(demo + "/digits_test_x.npy"), kBatch);
+    m.x = first_rows(load_npy(demo + "/digits_test_x.npy"), g_batch);
     qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(m.float_graph, qk::ptq::PtqConfig{});
     cal.observe(qk::ptq::split_batches("input", load_npy(demo + "/digits_calib.npy"), 64));
     const qk::ptq::QuantizedModel qm = cal.finish();
@@ -235,7 +241,7 @@ void write_models(const std::string& dir) {
     m.name = "mlp";
     m.input = "input";
     m.float_graph = make_mlp();
-    m.x = random_normal(qk::Dims{kBatch, kWidth}, 99, "input");
+    m.x = random_normal(qk::Dims{g_batch, kWidth}, 99, "input");
     qk::ptq::GraphCalibrator<qk::MinMaxObserver> cal(m.float_graph, qk::ptq::PtqConfig{});
     cal.observe(qk::ptq::split_batches("input", random_normal(qk::Dims{512, kWidth}, 5, "calib"), 128));
     const qk::ptq::QuantizedModel qm = cal.finish();
@@ -257,15 +263,15 @@ void write_models(const std::string& dir) {
     s.matmul_input_path = dir + "/matmul_a.npy";
     qk::onnx::save(make_matmul(true), s.gemm_path);
     qk::onnx::save(make_matmul(false), s.matmul_path);
-    Tensor a(DType::uint8, qk::Dims{kBatch, kWidth}, "A");
+    Tensor a(DType::uint8, qk::Dims{kGemmM, kWidth}, "A");
     Lcg rng(1);
     for (std::int64_t i = 0; i < a.size(); ++i) a.data<std::uint8_t>()[i] = static_cast<std::uint8_t>(rng.uniform() * 256);
     save_npy(s.gemm_input_path, a);
-    save_npy(s.matmul_input_path, random_normal(qk::Dims{kBatch, kWidth}, 3, "A"));
+    save_npy(s.matmul_input_path, random_normal(qk::Dims{kGemmM, kWidth}, 3, "A"));
   }
   // The manifest the ONNX Runtime script reads.
   std::ostringstream js;
-  js << "{\n \"batch\": " << kBatch << ",\n \"cases\": [\n";
+  js << "{\n \"batch\": " << g_batch << ",\n \"cases\": [\n";
   bool first = true;
   auto entry = [&](const std::string& bench, const std::string& model, const std::string& input,
                    const std::string& npy, double items, const std::string& counter) {
@@ -274,11 +280,11 @@ void write_models(const std::string& dir) {
     first = false;
   };
   for (const Model& m : s.models) {
-    entry("inference/" + m.name + "/ort_float", m.float_path, m.input, m.input_path, kBatch, "samples");
-    entry("inference/" + m.name + "/ort_qdq", m.qdq_path, m.input, m.input_path, kBatch, "samples");
-    entry("inference/" + m.name + "/ort_qoperator", m.qop_path, m.input, m.input_path, kBatch, "samples");
+    entry("inference/" + m.name + "/ort_float", m.float_path, m.input, m.input_path, g_batch, "samples");
+    entry("inference/" + m.name + "/ort_qdq", m.qdq_path, m.input, m.input_path, g_batch, "samples");
+    entry("inference/" + m.name + "/ort_qoperator", m.qop_path, m.input, m.input_path, g_batch, "samples");
   }
-  const double ops = 2.0 * kBatch * kWidth * kWidth;
+  const double ops = 2.0 * kGemmM * kWidth * kWidth;
   entry("gemm/256x1024x1024/ort_matmulinteger_u8s8", s.gemm_path, "A", s.gemm_input_path, ops, "ops");
   entry("gemm/256x1024x1024/ort_matmul_f32", s.matmul_path, "A", s.matmul_input_path, ops, "ops");
   js << "\n ]\n}\n";
@@ -288,7 +294,7 @@ void write_models(const std::string& dir) {
 
 void set_samples(benchmark::State& state) {
   state.counters["samples_per_s"] =
-      benchmark::Counter(static_cast<double>(kBatch), benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(static_cast<double>(g_batch), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_Float(benchmark::State& state, const Model* m) {
@@ -315,19 +321,19 @@ void BM_Integer(benchmark::State& state, const Model* m, bool ort_no_vnni) {
 }
 
 void BM_Gemm(benchmark::State& state) {
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(kBatch * kWidth));
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(kGemmM * kWidth));
   std::vector<std::int8_t> b(static_cast<std::size_t>(kWidth * kWidth));
-  std::vector<std::int32_t> c(static_cast<std::size_t>(kBatch * kWidth));
+  std::vector<std::int32_t> c(static_cast<std::size_t>(kGemmM * kWidth));
   Lcg rng(1);
   for (auto& v : a) v = static_cast<std::uint8_t>(rng.uniform() * 256);
   for (auto& v : b) v = static_cast<std::int8_t>(static_cast<int>(rng.uniform() * 256) - 128);
   const auto pb = qk::simd::pack_b(b.data(), kWidth, kWidth, kWidth, false);
   for (auto _ : state) {
-    qk::simd::gemm_s32(kBatch, a.data(), kWidth, pb, c.data(), kWidth);
+    qk::simd::gemm_s32(kGemmM, a.data(), kWidth, pb, c.data(), kWidth);
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GOPS"] = benchmark::Counter(2.0 * kBatch * kWidth * kWidth / 1e9,
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kGemmM * kWidth * kWidth / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(qk::simd::active_kernels().name);
 }
@@ -344,16 +350,16 @@ template <PairVariant kVariant>
 void BM_PairSums(benchmark::State& state) {
   const qk::simd::GemmKernels& g = qk::simd::gemm_kernels();
   const std::size_t K = kWidth, kp = (K + g.pair_step - 1) / g.pair_step * g.pair_step;
-  std::vector<std::uint8_t> a(static_cast<std::size_t>(kBatch) * kp, 0);
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(kGemmM) * kp, 0);
   std::vector<std::int8_t> bt(static_cast<std::size_t>(kWidth) * kp, 0);
-  std::vector<std::int32_t> sat(static_cast<std::size_t>(kBatch * kWidth)), ex(sat.size());
+  std::vector<std::int32_t> sat(static_cast<std::size_t>(kGemmM * kWidth)), ex(sat.size());
   Lcg rng(3);
-  for (std::size_t m = 0; m < static_cast<std::size_t>(kBatch); ++m)
+  for (std::size_t m = 0; m < static_cast<std::size_t>(kGemmM); ++m)
     for (std::size_t k = 0; k < K; ++k) a[m * kp + k] = static_cast<std::uint8_t>(rng.uniform() * 256);
   for (std::size_t n = 0; n < static_cast<std::size_t>(kWidth); ++n)
     for (std::size_t k = 0; k < K; ++k) bt[n * kp + k] = static_cast<std::int8_t>(static_cast<int>(rng.uniform() * 256) - 128);
   qk::simd::PairSumArgs args;
-  args.m = kBatch;
+  args.m = kGemmM;
   args.n = kWidth;
   args.k = kp;
   args.a = a.data();
@@ -366,38 +372,38 @@ void BM_PairSums(benchmark::State& state) {
   qk::simd::PairSumCounts counts;
   for (auto _ : state) {
     if constexpr (kVariant == PairVariant::plain)
-      qk::ref::pair_sums_s16sat(kBatch, kWidth, K, a.data(), kp, bt.data(), kp, sat.data(), ex.data(), kWidth,
+      qk::ref::pair_sums_s16sat(kGemmM, kWidth, K, a.data(), kp, bt.data(), kp, sat.data(), ex.data(), kWidth,
                                 counts.saturated_pairs, counts.max_pair, counts.min_pair);
     else
       g.pair_sums(args, counts);
     benchmark::DoNotOptimize(sat.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GOPS"] = benchmark::Counter(2.0 * kBatch * kWidth * kWidth / 1e9,
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kGemmM * kWidth * kWidth / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(kVariant == PairVariant::plain ? "this build's flags" : qk::simd::active_kernels().name);
 }
 
 template <bool kEigen>
 void BM_GemmF32(benchmark::State& state) {
-  std::vector<float> a(static_cast<std::size_t>(kBatch * kWidth)), b(static_cast<std::size_t>(kWidth * kWidth));
-  std::vector<float> c(static_cast<std::size_t>(kBatch * kWidth));
+  std::vector<float> a(static_cast<std::size_t>(kGemmM * kWidth)), b(static_cast<std::size_t>(kWidth * kWidth));
+  std::vector<float> c(static_cast<std::size_t>(kGemmM * kWidth));
   Lcg rng(2);
   for (auto& v : a) v = static_cast<float>(rng.uniform() * 2 - 1);
   for (auto& v : b) v = static_cast<float>(rng.uniform() * 2 - 1);
   using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const Eigen::Map<const RowMatrix> A(a.data(), kBatch, kWidth), B(b.data(), kWidth, kWidth);
-  Eigen::Map<RowMatrix> C(c.data(), kBatch, kWidth);
+  const Eigen::Map<const RowMatrix> A(a.data(), kGemmM, kWidth), B(b.data(), kWidth, kWidth);
+  Eigen::Map<RowMatrix> C(c.data(), kGemmM, kWidth);
   for (auto _ : state) {
     if constexpr (kEigen) {
       C.noalias() = A * B;
     } else {
-      qk::simd::gemm_f32(kBatch, kWidth, kWidth, a.data(), kWidth, false, b.data(), kWidth, false, c.data(), kWidth);
+      qk::simd::gemm_f32(kGemmM, kWidth, kWidth, a.data(), kWidth, false, b.data(), kWidth, false, c.data(), kWidth);
     }
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
   }
-  state.counters["GOPS"] = benchmark::Counter(2.0 * kBatch * kWidth * kWidth / 1e9,
+  state.counters["GOPS"] = benchmark::Counter(2.0 * kGemmM * kWidth * kWidth / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(kEigen ? "this build's flags" : qk::simd::active_kernels().name);
 }
@@ -409,8 +415,19 @@ int main(int argc, char** argv) {
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a.rfind("--qk_models=", 0) == 0) dir = a.substr(12);
-    else args.push_back(argv[i]);
+    if (a.rfind("--qk_models=", 0) == 0) {
+      dir = a.substr(12);
+    } else if (a.rfind("--qk_batch=", 0) == 0) {
+      char* end = nullptr;
+      const long long v = std::strtoll(a.c_str() + 11, &end, 10);
+      if (end == a.c_str() + 11 || *end != '\0' || v < 1) {
+        std::fprintf(stderr, "bench_inference: %s: expected a batch size >= 1\n", a.c_str());
+        return 1;
+      }
+      g_batch = v;
+    } else {
+      args.push_back(argv[i]);
+    }
   }
   int bargc = static_cast<int>(args.size());
   benchmark::Initialize(&bargc, args.data());
@@ -442,7 +459,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("gemm/256x1024x1024/plain_ort_pairs_stats", BM_PairSums<PairVariant::plain>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::AddCustomContext("quantkit.models", dir);
-  benchmark::AddCustomContext("quantkit.batch", std::to_string(kBatch));
+  benchmark::AddCustomContext("quantkit.batch", std::to_string(g_batch));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -3,7 +3,7 @@
 
 usage: render_inference.py OUT.md bench_inference.json [ort_inference.json]
 
-Per model (batch 256, one thread): milliseconds per batch for quantkit's integer and float
+Per model (the batch bench_inference ran, --qk_batch: 256 by default; one thread): milliseconds per batch for quantkit's integer and float
 modes and ONNX Runtime's float, QDQ and QOperator sessions, and the ratios that matter: how many
 times faster quantkit's integer mode is than each (> 1: quantkit is faster), and quantkit's float
 executor against ORT's float session. The GEMM alone (M = 256, K = N = 1024): GOPS = 2 M N K / s
@@ -47,7 +47,7 @@ def main():
         t.update(times(p)[0])
     models = sorted({n.split("/")[1] for n in t if n.startswith("inference/")})
     lines = ["# Whole-model inference: quantkit vs ONNX Runtime", "",
-             f"Batch 256, one thread. Host: {ctx.get('host_name', '?')}, "
+             f"Batch {ctx.get('quantkit.batch', '256')}, one thread. Host: {ctx.get('host_name', '?')}, "
              f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; {ctx.get('date', '')}.",
              "Produced by `tools/bench/run_all.sh --inference` (bench/bench_inference.cpp, "
              "tools/bench/ort_inference.mjs). Ratios > 1: quantkit's integer mode is faster (the last "
