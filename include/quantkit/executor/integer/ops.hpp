@@ -27,9 +27,9 @@
 // more, made once by IntegerMode::prepare for 8-bit activations and weight zero points 0: [9]
 // the weight rows' sums (int32 [M]) and [10] for channel groups of 4 and windows larger than
 // 1 x 1 the weights in (kernel row, kernel column, channel) order ([M, K]); without them the
-// op computes both per call (at batch 1 that was a quarter of the demo CNN's IntConv time). The same integers as
-// the general path; scratch buffers belong to the calling thread and are kept (no allocation
-// per call for them once warm).
+// op computes both per call (17 % of the demo CNN's integer time at batch 1). The same integers
+// as the general path; scratch buffers belong to the calling thread and are kept (no
+// allocation per call for them once warm).
 //
 // Numeric guards (int32 accumulators; "detected" = checked before the kernel runs, an Error
 // naming the layer; "by construction" = the bound holds for every input of the op's types):
