@@ -3,9 +3,9 @@
 
 usage: render_inference.py OUT.md bench_inference.json [ort_inference.json]
 
-Per model (the batch bench_inference ran, --qk_batch: 256 by default; one thread): milliseconds per batch for quantkit's integer and float
-modes and ONNX Runtime's float, QDQ and QOperator sessions, and the ratios that matter: how many
-times faster quantkit's integer mode is than each (> 1: quantkit is faster), and quantkit's float
+Per model (the batch bench_inference ran, --qk_batch: 256 by default; one thread): milliseconds
+per batch for quantkit's integer and float modes and ONNX Runtime's float, QDQ and QOperator
+sessions, and the ratios that matter: how many times faster quantkit's integer mode is than each (> 1: quantkit is faster), and quantkit's float
 executor against ORT's float session. The GEMM alone (M = 256, K = N = 1024): GOPS = 2 M N K / s
 for quantkit's packed int8 kernel, ORT's MatMulInteger, quantkit's float GEMM, Eigen's and ORT's
 float MatMul. Medians of the repetitions where the JSON has them.

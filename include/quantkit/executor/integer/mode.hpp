@@ -425,12 +425,18 @@ class IntegerModeT {
       return add_initializer(v + "_int32", std::move(q));
     }
 
+    // Every weight zero point is 0 (the integer ops' fast paths, which take prepared weights).
+    bool zero_weight_zero_points(const Dq& wdq) const {
+      const Tensor& z = initializer(wdq.zp, "weight zero point");
+      for (std::int64_t i = 0; i < z.size(); ++i)
+        if (z.as_int64(i) != 0) return false;
+      return true;
+    }
+
     // IntMatMul's prepared input [9] (see integer/ops.hpp): the weights [K, N] packed once for
     // the int8 GEMM with uint8 A, when every weight zero point is 0.
     void add_packed_weights(Node& r, const Dq& wdq, const Tensor& w) {
-      const Tensor& z = initializer(wdq.zp, "weight zero point");
-      for (std::int64_t i = 0; i < z.size(); ++i)
-        if (z.as_int64(i) != 0) return;  // asymmetric weights: the op subtracts the zero points itself
+      if (!zero_weight_zero_points(wdq)) return;  // asymmetric weights: the op subtracts the zero points itself
       std::vector<std::uint8_t> packed;
       integer::detail::visit_int8(OpContextFor(r), w.dtype(), [&](auto tag) {
         using TW = decltype(tag);
@@ -449,17 +455,15 @@ class IntegerModeT {
     // the input's zero point on every call; [10] for whole 4-deep channel groups and windows
     // larger than 1 x 1, the weights in (kernel row, kernel column, channel) order ([M, K]).
     void add_prepared_conv_weights(Node& r, const Dq& wdq, const Tensor& w) {
-      const Tensor& z = initializer(wdq.zp, "weight zero point");
-      for (std::int64_t i = 0; i < z.size(); ++i)
-        if (z.as_int64(i) != 0) return;
+      if (!zero_weight_zero_points(wdq)) return;
       if (w.rank() < 3 || w.dim(0) == 0) return;  // (the op reports a bad shape)
       const std::int64_t M = w.dim(0), Cg = w.dim(1), K = w.size() / M, ks = K / std::max<std::int64_t>(Cg, 1);
       Tensor sums(DType::int32, Dims{M});
-      for (std::int64_t m = 0; m < M; ++m) {
-        std::uint32_t s = 0;  // modulo 2^32, as the op's own sum
-        for (std::int64_t k = 0; k < K; ++k) s += static_cast<std::uint32_t>(w.as_int64(m * K + k));
-        sums.template data<std::int32_t>()[m] = static_cast<std::int32_t>(s);
-      }
+      integer::detail::visit_int8(OpContextFor(r), w.dtype(), [&](auto tag) {
+        using TW = decltype(tag);
+        for (std::int64_t m = 0; m < M; ++m)
+          sums.template data<std::int32_t>()[m] = integer::detail::weight_row_sum(w.template data<TW>() + m * K, K);
+      }, "weight");
       r.inputs.resize(9);
       r.inputs.push_back(add_initializer(r.name + "_weight_sums", std::move(sums)));
       if (Cg % 4 != 0 || ks <= 1) return;

@@ -557,6 +557,15 @@ void depthwise_accumulate(const std::uint8_t* x, std::int64_t N, std::int64_t C,
 }
 
 
+// sum_k w[k] of one weight row, modulo 2^32 (the folded bias's arithmetic; exact within the
+// accumulator guard).
+template <class TW>
+std::int32_t weight_row_sum(const TW* w, std::int64_t K) {
+  std::uint32_t sum = 0;
+  for (std::int64_t k = 0; k < K; ++k) sum += static_cast<std::uint32_t>(std::int32_t{w[k]});
+  return static_cast<std::int32_t>(sum);
+}
+
 // Weights [M, Cg, ks] (bytes) as [M, ks, Cg]: the k order of windows packed by position.
 inline void reorder_conv_weights(const std::uint8_t* w, std::int64_t M, std::int64_t Cg, std::int64_t ks,
                                  std::uint8_t* out) {
@@ -625,7 +634,7 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
                           (x.dtype() == DType::uint8 && x_signed_in_gemm ? 128 : 0);
   const auto pad = static_cast<std::uint8_t>(xa.zero_point);  // the zero point's bits in x's type
   const auto* px = static_cast<const std::uint8_t*>(x.raw());
-  // Prepared by IntegerMode::prepare (inputs 9 and 10, see prepared_conv_weights): the weight
+  // Prepared by IntegerMode::prepare (inputs 9 and 10, see add_prepared_conv_weights): the weight
   // rows' sums, and the weights in (kernel row, kernel column, channel) order.
   const Tensor* sums = ctx.optional_input(9);
   const Tensor* reordered_in = ctx.optional_input(10);
@@ -641,9 +650,7 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
     const TW* pw = w.data<TW>();
     const std::int32_t* ps = sums ? sums->data<std::int32_t>() : nullptr;
     for (std::int64_t m = 0; m < M; ++m) {
-      std::uint32_t sum = 0;
-      if (ps) sum = static_cast<std::uint32_t>(ps[m]);
-      else for (std::int64_t k = 0; k < KK; ++k) sum += static_cast<std::uint32_t>(std::int32_t{pw[m * KK + k]});
+      const auto sum = static_cast<std::uint32_t>(ps ? ps[m] : weight_row_sum(pw + m * KK, KK));
       const std::uint32_t b = bias.empty() ? 0u : static_cast<std::uint32_t>(bias[static_cast<std::size_t>(m)]);
       folded[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(b - static_cast<std::uint32_t>(zx) * sum);
     }
