@@ -985,8 +985,10 @@ struct QuantizeArgs {
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
   int divider_bypass = divider_bypass_vectors();  // AVX-512 / AVX2 dividing blocks: 2 or 3
   // Kernel-internal (any value passed in is replaced): AVX2's half-even byte and 16-bit blocks
-  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest.
-  bool round_by_csr = false;
+  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest. Mutable:
+  // the kernel sets it on the call's own arguments (a copy per call was a tenth of a 16-value
+  // call's instructions).
+  mutable bool round_by_csr = false;
 };
 
 // The quantize kernels' per-parameter floats from a call's scales and zero points, and their
@@ -2389,6 +2391,13 @@ struct PlanRows {
 // (In, Out) pair: the rounding/scheme variants only differ in their run functions.
 template <class In, class Out>
 void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  // One contiguous row with one parameter set (per-tensor calls): straight to the run function
+  // (the walk below cost ~120 instructions, a tenth of a 4K-value quantize on Zen 5).
+  if (plan.rank == 1 && plan.inner == InnerParams::constant && plan.in_stride[0] == 1 &&
+      plan.out_stride[0] == 1 && !runs.staging) {
+    if (plan.shape[0] > 0) runs.constant(runs.args, x, q, static_cast<std::size_t>(plan.shape[0]), 0);
+    return;
+  }
   // Rows with one parameter each (per-channel with the channel axis outside the row, or one
   // parameter set): one call per matrix of the two innermost dimensions.
   const int last = plan.rank - 1;
@@ -4793,12 +4802,10 @@ struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-    QuantizeArgs with_csr = *a;  // MXCSR read once per call, not per row (small channels)
-    with_csr.round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
-    const QuantizeArgs* args = &with_csr;
-#else
     const QuantizeArgs* args = a;
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+    // MXCSR read once per call, not per row (small channels)
+    a->round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
 #endif
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
                                 &QuantizeRun<Out, Round, kDivide, true>, args, Round::kStochastic,
@@ -7214,16 +7221,10 @@ class ParamArray {
  public:
   static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
 
+  // Inline: the common case is a few stores (out of line, each array cost ~20 instructions;
+  // requantize makes nine per call).
   explicit ParamArray(std::size_t n) : data_(inline_) {
-    if (n <= kInline) return;
-    const std::size_t bytes = (n * sizeof(T) + ParamScratch::kAlign - 1) / ParamScratch::kAlign * ParamScratch::kAlign;
-    if (void* p = ParamScratch::local().take(bytes)) {
-      data_ = static_cast<T*>(p);
-      scratch_bytes_ = bytes;
-      return;
-    }
-    heap_.reset(new T[n]);  // default-initialized: no zero fill
-    data_ = heap_.get();
+    if (n > kInline) take_outside(n);
   }
   ~ParamArray() {
     if (scratch_bytes_ != 0) ParamScratch::local().give_back(scratch_bytes_);
@@ -7235,6 +7236,24 @@ class ParamArray {
   T& operator[](std::size_t i) { return data_[i]; }
 
  private:
+  // More than kInline values: from the thread's scratch, else the heap (out of line, so that
+  // the constructor stays small enough to inline).
+#if defined(__GNUC__) || defined(__clang__)
+  __attribute__((noinline))
+#elif defined(_MSC_VER)
+  __declspec(noinline)
+#endif
+  void take_outside(std::size_t n) {
+    const std::size_t bytes = (n * sizeof(T) + ParamScratch::kAlign - 1) / ParamScratch::kAlign * ParamScratch::kAlign;
+    if (void* p = ParamScratch::local().take(bytes)) {
+      data_ = static_cast<T*>(p);
+      scratch_bytes_ = bytes;
+      return;
+    }
+    heap_.reset(new T[n]);  // default-initialized: no zero fill
+    data_ = heap_.get();
+  }
+
   T inline_[kInline];  // written before being read: no initialization
   std::unique_ptr<T[]> heap_;
   T* data_;
@@ -7306,6 +7325,21 @@ bool range_ok(IntRange r) {
   }
 }
 
+// Written into the argument struct's Plan (a Plan is 344 bytes: a copy per call showed in
+// the profile of 4K-element calls).
+inline void contiguous_plan(std::size_t n, Plan& plan) {
+  plan.rank = 1;
+  plan.shape[0] = static_cast<std::int64_t>(n);
+  plan.in_stride[0] = 1;
+  plan.out_stride[0] = 1;
+  plan.param_div[0] = 1;
+}
+inline Plan contiguous_plan(std::size_t n) {
+  Plan plan;
+  contiguous_plan(n, plan);
+  return plan;
+}
+
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
 // `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
 // wherever both views and the parameter index allow, so that contiguous tensors become one
@@ -7315,6 +7349,23 @@ bool range_ok(IntRange r) {
 // entries past plan.rank are left as they are.
 inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout,
                       Plan& plan) {
+  if (layout.kind() == GranularityKind::per_tensor) {
+    // Both views row-major and dense (strides of extent-1 dimensions do not matter): one row,
+    // without the general merge (~120 instructions, a tenth of a small call's front end).
+    std::int64_t dense = 1;
+    bool contiguous = true;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      if (shape[d] != 1) contiguous &= sin[d] == dense && sout[d] == dense;
+      dense *= shape[d];
+    }
+    if (contiguous) {
+      plan.inner = InnerParams::constant;
+      plan.inner_block = 1;
+      plan.param_stride[0] = 0;
+      contiguous_plan(static_cast<std::size_t>(dense), plan);
+      return;
+    }
+  }
   struct Dim {
     std::int64_t n, si, so, ps, pd;
   };
@@ -7386,20 +7437,6 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   plan.param_div[last] = 1;
 }
 
-// Written into the argument struct's Plan (a Plan is 344 bytes: a copy per call showed in
-// the profile of 4K-element calls).
-inline void contiguous_plan(std::size_t n, Plan& plan) {
-  plan.rank = 1;
-  plan.shape[0] = static_cast<std::int64_t>(n);
-  plan.in_stride[0] = 1;
-  plan.out_stride[0] = 1;
-  plan.param_div[0] = 1;
-}
-inline Plan contiguous_plan(std::size_t n) {
-  Plan plan;
-  contiguous_plan(n, plan);
-  return plan;
-}
 
 // After a branch-free check failed: throws naming the first bad scale or zero point of a raw
 // call, e.g. "simd::quantize_per_channel: scale[3] is nan; expected a finite value > 0".
@@ -8267,9 +8304,14 @@ void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Sche
     quantkit::detail::fail("simd::requantize: ", n, " accumulators for ", channels,
                            " channels; expected a multiple");
   const Dims shape{static_cast<std::int64_t>(n / channels), static_cast<std::int64_t>(channels)};
+  const View<const std::int32_t> in(acc, shape);
+  const View<Out> to(out, shape);
+  // The channels run along axis 1 (-1) of `shape`; the axis is read only per channel. A copy of
+  // the parameters (their vectors: heap allocations per call) only when it must change.
+  if (channels == 1 || p.channel_axis == -1 || p.channel_axis == 1) return requantize(in, p, to, {}, kernels);
   RequantParams<Scheme> q = p;
   q.channel_axis = -1;
-  requantize(View<const std::int32_t>(acc, shape), q, View<Out>(out, shape), {}, kernels);
+  requantize(in, q, to, {}, kernels);
 }
 
 // ==================================================================== Byte tables

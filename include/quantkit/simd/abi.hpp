@@ -175,8 +175,10 @@ struct QuantizeArgs {
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
   int divider_bypass = divider_bypass_vectors();  // AVX-512 / AVX2 dividing blocks: 2 or 3
   // Kernel-internal (any value passed in is replaced): AVX2's half-even byte and 16-bit blocks
-  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest.
-  bool round_by_csr = false;
+  // read MXCSR once per call and round with VCVTPS2DQ only while it rounds to nearest. Mutable:
+  // the kernel sets it on the call's own arguments (a copy per call was a tenth of a 16-value
+  // call's instructions).
+  mutable bool round_by_csr = false;
 };
 
 // The quantize kernels' per-parameter floats from a call's scales and zero points, and their

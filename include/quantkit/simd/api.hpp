@@ -121,6 +121,21 @@ bool range_ok(IntRange r) {
   }
 }
 
+// Written into the argument struct's Plan (a Plan is 344 bytes: a copy per call showed in
+// the profile of 4K-element calls).
+inline void contiguous_plan(std::size_t n, Plan& plan) {
+  plan.rank = 1;
+  plan.shape[0] = static_cast<std::int64_t>(n);
+  plan.in_stride[0] = 1;
+  plan.out_stride[0] = 1;
+  plan.param_div[0] = 1;
+}
+inline Plan contiguous_plan(std::size_t n) {
+  Plan plan;
+  contiguous_plan(n, plan);
+  return plan;
+}
+
 // The plan of an element-wise operation over `shape` (input strides `sin`, output strides
 // `sout`) whose parameters follow `layout`: dimensions of extent 1 dropped, neighbours merged
 // wherever both views and the parameter index allow, so that contiguous tensors become one
@@ -130,6 +145,23 @@ bool range_ok(IntRange r) {
 // entries past plan.rank are left as they are.
 inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, const ParamLayout& layout,
                       Plan& plan) {
+  if (layout.kind() == GranularityKind::per_tensor) {
+    // Both views row-major and dense (strides of extent-1 dimensions do not matter): one row,
+    // without the general merge (~120 instructions, a tenth of a small call's front end).
+    std::int64_t dense = 1;
+    bool contiguous = true;
+    for (int d = shape.rank - 1; d >= 0; --d) {
+      if (shape[d] != 1) contiguous &= sin[d] == dense && sout[d] == dense;
+      dense *= shape[d];
+    }
+    if (contiguous) {
+      plan.inner = InnerParams::constant;
+      plan.inner_block = 1;
+      plan.param_stride[0] = 0;
+      contiguous_plan(static_cast<std::size_t>(dense), plan);
+      return;
+    }
+  }
   struct Dim {
     std::int64_t n, si, so, ps, pd;
   };
@@ -201,20 +233,6 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   plan.param_div[last] = 1;
 }
 
-// Written into the argument struct's Plan (a Plan is 344 bytes: a copy per call showed in
-// the profile of 4K-element calls).
-inline void contiguous_plan(std::size_t n, Plan& plan) {
-  plan.rank = 1;
-  plan.shape[0] = static_cast<std::int64_t>(n);
-  plan.in_stride[0] = 1;
-  plan.out_stride[0] = 1;
-  plan.param_div[0] = 1;
-}
-inline Plan contiguous_plan(std::size_t n) {
-  Plan plan;
-  contiguous_plan(n, plan);
-  return plan;
-}
 
 // After a branch-free check failed: throws naming the first bad scale or zero point of a raw
 // call, e.g. "simd::quantize_per_channel: scale[3] is nan; expected a finite value > 0".
@@ -1082,9 +1100,14 @@ void requantize(const std::int32_t* acc, std::size_t n, const RequantParams<Sche
     quantkit::detail::fail("simd::requantize: ", n, " accumulators for ", channels,
                            " channels; expected a multiple");
   const Dims shape{static_cast<std::int64_t>(n / channels), static_cast<std::int64_t>(channels)};
+  const View<const std::int32_t> in(acc, shape);
+  const View<Out> to(out, shape);
+  // The channels run along axis 1 (-1) of `shape`; the axis is read only per channel. A copy of
+  // the parameters (their vectors: heap allocations per call) only when it must change.
+  if (channels == 1 || p.channel_axis == -1 || p.channel_axis == 1) return requantize(in, p, to, {}, kernels);
   RequantParams<Scheme> q = p;
   q.channel_axis = -1;
-  requantize(View<const std::int32_t>(acc, shape), q, View<Out>(out, shape), {}, kernels);
+  requantize(in, q, to, {}, kernels);
 }
 
 // ==================================================================== Byte tables

@@ -182,6 +182,13 @@ struct PlanRows {
 // (In, Out) pair: the rounding/scheme variants only differ in their run functions.
 template <class In, class Out>
 void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
+  // One contiguous row with one parameter set (per-tensor calls): straight to the run function
+  // (the walk below cost ~120 instructions, a tenth of a 4K-value quantize on Zen 5).
+  if (plan.rank == 1 && plan.inner == InnerParams::constant && plan.in_stride[0] == 1 &&
+      plan.out_stride[0] == 1 && !runs.staging) {
+    if (plan.shape[0] > 0) runs.constant(runs.args, x, q, static_cast<std::size_t>(plan.shape[0]), 0);
+    return;
+  }
   // Rows with one parameter each (per-channel with the channel axis outside the row, or one
   // parameter set): one call per matrix of the two innermost dimensions.
   const int last = plan.rank - 1;

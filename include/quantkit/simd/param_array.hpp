@@ -82,16 +82,10 @@ class ParamArray {
  public:
   static constexpr std::size_t kInline = 256;  // per-group blocks of 32 in 8K values
 
+  // Inline: the common case is a few stores (out of line, each array cost ~20 instructions;
+  // requantize makes nine per call).
   explicit ParamArray(std::size_t n) : data_(inline_) {
-    if (n <= kInline) return;
-    const std::size_t bytes = (n * sizeof(T) + ParamScratch::kAlign - 1) / ParamScratch::kAlign * ParamScratch::kAlign;
-    if (void* p = ParamScratch::local().take(bytes)) {
-      data_ = static_cast<T*>(p);
-      scratch_bytes_ = bytes;
-      return;
-    }
-    heap_.reset(new T[n]);  // default-initialized: no zero fill
-    data_ = heap_.get();
+    if (n > kInline) take_outside(n);
   }
   ~ParamArray() {
     if (scratch_bytes_ != 0) ParamScratch::local().give_back(scratch_bytes_);
@@ -103,6 +97,24 @@ class ParamArray {
   T& operator[](std::size_t i) { return data_[i]; }
 
  private:
+  // More than kInline values: from the thread's scratch, else the heap (out of line, so that
+  // the constructor stays small enough to inline).
+#if defined(__GNUC__) || defined(__clang__)
+  __attribute__((noinline))
+#elif defined(_MSC_VER)
+  __declspec(noinline)
+#endif
+  void take_outside(std::size_t n) {
+    const std::size_t bytes = (n * sizeof(T) + ParamScratch::kAlign - 1) / ParamScratch::kAlign * ParamScratch::kAlign;
+    if (void* p = ParamScratch::local().take(bytes)) {
+      data_ = static_cast<T*>(p);
+      scratch_bytes_ = bytes;
+      return;
+    }
+    heap_.reset(new T[n]);  // default-initialized: no zero fill
+    data_ = heap_.get();
+  }
+
   T inline_[kInline];  // written before being read: no initialization
   std::unique_ptr<T[]> heap_;
   T* data_;

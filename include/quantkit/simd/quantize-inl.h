@@ -1022,12 +1022,10 @@ struct QuantizeByRounding {
   const QuantizeArgs* a;
   template <class Round, bool kDivide>
   HWY_INLINE void With() const {
-#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-    QuantizeArgs with_csr = *a;  // MXCSR read once per call, not per row (small channels)
-    with_csr.round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
-    const QuantizeArgs* args = &with_csr;
-#else
     const QuantizeArgs* args = a;
+#if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
+    // MXCSR read once per call, not per row (small channels)
+    a->round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
 #endif
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
                                 &QuantizeRun<Out, Round, kDivide, true>, args, Round::kStochastic,
