@@ -664,3 +664,110 @@ TEST_CASE("simd: the kernel table's per-channel float requantize equals the refe
   CHECK(want[static_cast<std::size_t>(2 * kK + 9)] == 127);  // NaN multiplier: INT32_MAX
   CHECK(want[static_cast<std::size_t>(5 * kK + 3)] == 127);  // 0 * inf: NaN, INT32_MAX
 }
+
+namespace {
+// One per-tensor view pair: shape, input and output strides, and whether make_plan gives the
+// one-row plan (both views dense in row-major order; strides of extent-1 dimensions free).
+struct ViewCase {
+  qk::Dims shape, in_strides, out_strides;
+  bool one_row;
+};
+
+// Elements a view of `shape` with `strides` spans (the largest offset + 1; 0 when empty).
+std::size_t span_of(const qk::Dims& shape, const qk::Dims& strides) {
+  if (shape.product() == 0) return 0;
+  std::int64_t last = 0;
+  for (int d = 0; d < shape.rank; ++d) last += (shape[d] - 1) * strides[d];
+  return static_cast<std::size_t>(last + 1);
+}
+}  // namespace
+
+// make_plan takes dense per-tensor views to one row without its general merge, and
+// RunPlan sends that row straight to the run function: the views it takes and the ones it
+// must not (a padded or transposed view, a strided output) give the reference's values on
+// every target, and nothing outside the output view is written.
+TEST_CASE("simd: per-tensor views, dense (one-row plan) or not, equal the reference on every target") {
+  const std::vector<ViewCase> cases = {
+      {qk::Dims{1, 37}, qk::Dims{12345, 1}, qk::Dims{999, 1}, true},                // extent-1 dim, any stride
+      {qk::Dims{3, 1, 20}, qk::Dims{20, 20, 1}, qk::Dims{20, 7, 1}, true},          // same, in the middle
+      {qk::Dims{2, 3, 17}, qk::Dims{51, 17, 1}, qk::Dims{51, 17, 1}, true},         // dense rank 3
+      {qk::Dims{4, 33}, qk::Dims{33, 1}, qk::Dims{40, 1}, false},                   // padded output rows
+      {qk::Dims{4, 33}, qk::Dims{36, 1}, qk::Dims{33, 1}, false},                   // padded input rows
+      {qk::Dims{5, 8}, qk::Dims{1, 5}, qk::Dims{8, 1}, false},                      // transposed input
+      {qk::Dims{70}, qk::Dims{1}, qk::Dims{2}, false},                              // strided output
+      {qk::Dims{0, 5}, qk::Dims{7, 3}, qk::Dims{11, 2}, true},                      // empty
+  };
+  qk::QuantParams p;
+  p.scale = {0.37f};
+  p.zero_point = {3};
+  p.range = simd_test::range_of<std::int8_t>();
+  const auto rp = qk::RequantParams<qk::FloatMultiplier<qk::RoundHalfEven>>::make({0.0123}, p.range, -2, "rq");
+  const auto fp = qk::RequantParams<qk::FixedPointDoubleRounding>::make({0.0123}, p.range, -2, "rq");
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const ViewCase& vc = cases[c];
+    CAPTURE(c);
+    qks::Plan plan;
+    qks::detail::make_plan(vc.shape, vc.in_strides, vc.out_strides, qk::ParamLayout(vc.shape, qk::Granularity::per_tensor()),
+                           plan);
+    CHECK((plan.rank == 1 && plan.in_stride[0] == 1 && plan.out_stride[0] == 1) == vc.one_row);
+    if (vc.one_row) CHECK(plan.shape[0] == vc.shape.product());
+    const std::size_t span = std::max(span_of(vc.shape, vc.in_strides), span_of(vc.shape, vc.out_strides));
+    const std::vector<float> x = simd_test::quantize_inputs(span, p.scale[0], static_cast<std::uint32_t>(c + 1));
+    const std::vector<std::int32_t> acc = simd_test::accumulators(span, static_cast<std::uint32_t>(c + 7));
+    std::vector<std::int8_t> q(span);
+    for (std::size_t i = 0; i < span; ++i) q[i] = static_cast<std::int8_t>(acc[i]);
+    const qk::View<const float> xv(x.data(), vc.shape, vc.in_strides, "x");
+    const qk::View<const std::int8_t> qv(q.data(), vc.shape, vc.in_strides, "q");
+    const qk::View<const std::int32_t> av(acc.data(), vc.shape, vc.in_strides, "acc");
+    std::vector<std::int8_t> qwant(span, 0x5a), rwant(span, 0x5a), fwant(span, 0x5a);
+    std::vector<float> dwant(span, -7.0f);
+    qk::ref::quantize(xv, p, qk::View<std::int8_t>(qwant.data(), vc.shape, vc.out_strides));
+    qk::ref::dequantize(qv, p, qk::View<float>(dwant.data(), vc.shape, vc.out_strides));
+    qk::ref::requantize(av, rp, qk::View<std::int8_t>(rwant.data(), vc.shape, vc.out_strides));
+    qk::ref::requantize(av, fp, qk::View<std::int8_t>(fwant.data(), vc.shape, vc.out_strides));
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::vector<std::int8_t> qgot(span, 0x5a), rgot(span, 0x5a), fgot(span, 0x5a);
+      std::vector<float> dgot(span, -7.0f);
+      qks::quantize(xv, p, qk::View<std::int8_t>(qgot.data(), vc.shape, vc.out_strides), qk::RoundHalfEven{},
+                    qk::ScaleApplicationKind::divide, k);
+      qks::dequantize(qv, p, qk::View<float>(dgot.data(), vc.shape, vc.out_strides), k);
+      qks::requantize(av, rp, qk::View<std::int8_t>(rgot.data(), vc.shape, vc.out_strides), "rq", k);
+      qks::requantize(av, fp, qk::View<std::int8_t>(fgot.data(), vc.shape, vc.out_strides), "rq", k);
+      QK_CHECK_SAME(qgot, qwant, x);
+      QK_CHECK_SAME(dgot, dwant, q);
+      QK_CHECK_SAME(rgot, rwant, acc);
+      QK_CHECK_SAME(fgot, fwant, acc);
+    }
+  }
+}
+
+// The raw requantize runs its accumulators as [n / channels, channels] (channels on the last
+// axis) whatever the parameters' channel_axis says; it copies the parameters only when that
+// axis must change: every axis gives the reference's values over that shape.
+TEST_CASE("simd raw: per-channel requantize reads channels along the last axis for any channel_axis") {
+  constexpr std::size_t kChannels = 4, kRows = 37;
+  constexpr std::size_t n = kChannels * kRows;
+  auto p = qk::RequantParams<qk::FixedPointDoubleRounding>::make({0.01, 0.003, 0.25, 0.0007},
+                                                                 simd_test::range_of<std::int8_t>(), 5, "raw");
+  p.bias = {100, -40000, 0, 7};
+  const std::vector<std::int32_t> acc = simd_test::accumulators(n, 99);
+  std::vector<std::int8_t> want(n);
+  auto last = p;
+  last.channel_axis = -1;
+  const qk::Dims shape{static_cast<std::int64_t>(kRows), static_cast<std::int64_t>(kChannels)};
+  qk::ref::requantize(qk::View<const std::int32_t>(acc.data(), shape), last, qk::View<std::int8_t>(want.data(), shape));
+  for (int axis : {-1, 0, 1, 3}) {
+    CAPTURE(axis);
+    p.channel_axis = axis;
+    for (const qks::Kernels* k : qks::available_kernels()) {
+      const std::string target = k->name;
+      CAPTURE(target);
+      std::vector<std::int8_t> got(n, 0x5a);
+      qks::requantize(acc.data(), n, p, got.data(), k);
+      QK_CHECK_SAME(got, want, acc);
+    }
+    CHECK(p.channel_axis == axis);  // the caller's parameters are left as they were
+  }
+}
