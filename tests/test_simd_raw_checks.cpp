@@ -771,3 +771,79 @@ TEST_CASE("simd raw: per-channel requantize reads channels along the last axis f
     CHECK(p.channel_axis == axis);  // the caller's parameters are left as they were
   }
 }
+
+namespace {
+// Float requantize to bytes: with hi the type's maximum and every multiplier |m| < 1, the AVX-512
+// blocks leave the upper clamp to the packs' saturation (|float(x') * m| <= 2^31 - 128 then);
+// at |m| >= 1 (float(INT32_MAX) * 1 = 2^31 would convert to INT32_MIN) or below the type's
+// maximum they clamp in float. Multipliers on both sides of 1, accumulators at the int32 edges
+// and where x' * m crosses 2^31, biases that saturate x + bias either way: the reference's values.
+template <class Round, class Out>
+void check_float_requantize_near_one(const qks::Kernels& k) {
+  const std::vector<float> ms = {0.99999994f, 1.0f, 1.00000012f, 0.5f, -0.99999994f, -1.0f, 2.5f, 1e-3f};
+  const std::vector<float> small = {0.99999994f, 0.5f, -0.99999994f, 1e-3f, 0.75f, -0.25f, 0.9f, 0x1p-20f};
+  constexpr std::size_t kLen = 3 * 64 + 5;  // whole blocks on every target and a tail
+  std::vector<std::int32_t> acc = simd_test::accumulators(kLen * 8, 2024);
+  const std::int32_t edges[] = {kI32Max, kI32Min, kI32Max - 1, kI32Min + 1, kI32Max - 127, kI32Max - 128,
+                                kI32Min + 128, 2147483520, -2147483520, 1 << 30, -(1 << 30), 0, 1, -1};
+  for (std::size_t i = 0; i < acc.size(); i += 3) acc[i] = edges[(i / 3) % (sizeof(edges) / sizeof(edges[0]))];
+  const qk::IntRange full = simd_test::range_of<Out>();
+  const std::int32_t zps[] = {0, std::is_signed<Out>::value ? -5 : 200};
+  const std::int32_t biases[] = {0, 7, -7, kI32Max - 5, kI32Min + 5};
+  for (const std::int32_t hi : {full.qmax, full.qmax - 3}) {
+    for (const std::int32_t zp : zps) {
+      // per tensor: every multiplier, every bias side
+      for (const float m : ms) {
+        for (const std::int32_t b : biases) {
+          qk::RequantParams<qk::FloatMultiplier<Round>> p;
+          p.constants = {{m}};
+          p.bias = {b};
+          p.output_zero_point = zp;
+          p.clamp_min = full.qmin;
+          p.clamp_max = hi;
+          const qk::Dims shape{static_cast<std::int64_t>(kLen)};
+          std::vector<Out> want(kLen), got(kLen, Out{42});
+          const qk::View<const std::int32_t> av(acc.data(), shape, "acc");
+          qk::ref::requantize(av, p, qk::View<Out>(want.data(), shape));
+          qks::requantize(av, p, qk::View<Out>(got.data(), shape), "near one", k);
+          CAPTURE(m);
+          CAPTURE(b);
+          CAPTURE(hi);
+          CAPTURE(zp);
+          QK_CHECK_SAME(got, want, acc);
+        }
+      }
+      // per channel: a call with multipliers >= 1 among its rows, and one with all |m| < 1
+      for (const std::vector<float>* set : {&ms, &small}) {
+        qk::RequantParams<qk::FloatMultiplier<Round>> p;
+        for (const float m : *set) p.constants.push_back({m});
+        p.bias = {0, 7, -7, kI32Max - 5, kI32Min + 5, 3, 0, -100000};
+        p.channel_axis = 0;
+        p.output_zero_point = zp;
+        p.clamp_min = full.qmin;
+        p.clamp_max = hi;
+        const qk::Dims shape{8, static_cast<std::int64_t>(kLen)};
+        std::vector<Out> want(acc.size()), got(acc.size(), Out{42});
+        const qk::View<const std::int32_t> av(acc.data(), shape, "acc");
+        qk::ref::requantize(av, p, qk::View<Out>(want.data(), shape));
+        qks::requantize(av, p, qk::View<Out>(got.data(), shape), "near one", k);
+        CAPTURE(set == &small);
+        CAPTURE(hi);
+        CAPTURE(zp);
+        QK_CHECK_SAME(got, want, acc);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: float requantize to bytes with multipliers near 1 and accumulators at the int32 edges") {
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    const std::string target = k->name;
+    CAPTURE(target);
+    check_float_requantize_near_one<qk::RoundHalfEven, std::int8_t>(*k);
+    check_float_requantize_near_one<qk::RoundHalfEven, std::uint8_t>(*k);
+    check_float_requantize_near_one<qk::RoundHalfAway, std::int8_t>(*k);
+    check_float_requantize_near_one<qk::RoundFloor, std::uint8_t>(*k);
+  }
+}

@@ -6623,8 +6623,8 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
-// kSide: the bias's BiasSide (kBiasNone: no clamp and no add). !kLow: no max with lo'
-// (ByteBlockPacker clamps).
+// kSide: the bias's BiasSide (kBiasNone: no clamp and no add). kClamps (FloatClamps): which of
+// the output clamps FloatStep does itself.
 inline bool FloatBoundsExact(std::int32_t lo_off, std::int32_t hi_off) {
   constexpr std::int32_t kExact = std::int32_t{1} << 24;
   return lo_off >= -kExact && hi_off <= kExact;  // lo_off <= hi_off
@@ -6633,7 +6633,35 @@ inline bool FloatStepApplies(float m, std::int32_t lo_off, std::int32_t hi_off) 
   return std::isfinite(m) && FloatBoundsExact(lo_off, hi_off);
 }
 
-template <class DI, class Round, int kSide, bool kLow>
+// The output clamps FloatStep does; the store's saturating packs do the others.
+enum FloatClamps : int {
+  kClampBoth = 0,  // min with hi', max with lo' (StoreQuantized4)
+  kClampHigh = 1,  // min with hi' only: ByteBlockPacker's packs and byte max do the lower clamp
+  // none: ByteBlockPacker with hi the output type's maximum and every |m| < 1, so that
+  // |float(x') * m| < 2^31 (at most 2^31 - 128: the conversion cannot overflow) and the packs'
+  // saturation is the upper clamp (4 Min less per 64 values)
+  kClampNone = 2,
+};
+
+// Every multiplier of a call has |m| < 1 (kClampNone's condition; NaN: no): count multipliers
+// from kf with stride dkf (0: one for all).
+inline bool SmallMultipliers(const float* HWY_RESTRICT kf, std::size_t count, std::int64_t dkf) {
+  if (dkf == 0 || count == 1) return std::fabs(kf[0]) < 1.0f;
+  std::size_t j = 0;
+  bool small = true;
+  if (dkf == 1) {
+    const hn::ScalableTag<float> df;
+    const std::size_t N = hn::Lanes(df);
+    const auto one = hn::Set(df, 1.0f);
+    auto ok = hn::Lt(hn::Zero(df), one);  // all true
+    for (; j + N <= count; j += N) ok = hn::And(ok, hn::Lt(hn::Abs(hn::LoadU(df, kf + j)), one));
+    small = hn::AllTrue(df, ok);
+  }
+  for (; j < count; ++j) small &= std::fabs(kf[static_cast<std::int64_t>(j) * dkf]) < 1.0f;
+  return small;
+}
+
+template <class DI, class Round, int kSide, int kClamps>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
@@ -6661,7 +6689,8 @@ struct FloatStep {
     static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass the bias's BiasSide");
     if constexpr (kSide == kBiasUpper) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == kBiasLower) v = hn::Add(hn::Max(v, xb), bias);
-    const VF t = hn::Min(hn::Mul(hn::ConvertTo(df, v), m), hi);
+    VF t = hn::Mul(hn::ConvertTo(df, v), m);
+    if constexpr (kClamps != kClampNone) t = hn::Min(t, hi);
     V r;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
     if constexpr (std::is_same<Round, RoundHalfEvenOp>::value)
@@ -6671,36 +6700,38 @@ struct FloatStep {
 #else
     r = ConvertInRange(di, Round::Do(df, t, t));
 #endif
-    return kLow ? hn::Max(r, lo) : r;
+    return kClamps == kClampBoth ? hn::Max(r, lo) : r;
   }
 };
 
 // Whole 4-vector blocks of one run of RqFloat<Round> through FloatStep; kSide: the bias's
 // BiasSide. Returns the elements done.
-template <class Out, class Round, int kSide, bool kLow, class Store>
+template <class Out, class Round, int kSide, int kClamps, class Store>
 HWY_INLINE std::size_t FloatBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
                                     std::int32_t hi_off, const Store& store, const std::int32_t* HWY_RESTRICT x,
                                     Out* HWY_RESTRICT q, std::size_t n) {
   const hn::ScalableTag<std::int32_t> di;
-  return StepBlocks4<Out>(di, a, FloatStep<decltype(di), Round, kSide, kLow>(di, m, bias, lo_off, hi_off), store, x,
+  return StepBlocks4<Out>(di, a, FloatStep<decltype(di), Round, kSide, kClamps>(di, m, bias, lo_off, hi_off), store, x,
                           q, n);
 }
 
 // FloatBlocks4 with the bias's side picked.
-template <class Out, class Round, bool kLow, class Store>
+template <class Out, class Round, int kClamps, class Store>
 HWY_INLINE std::size_t FloatSideBlocks4(const RequantizeArgs& a, float m, std::int32_t bias, std::int32_t lo_off,
                                         std::int32_t hi_off, const Store& store, const std::int32_t* HWY_RESTRICT x,
                                         Out* HWY_RESTRICT q, std::size_t n) {
-  if (bias == 0) return FloatBlocks4<Out, Round, kBiasNone, kLow>(a, m, bias, lo_off, hi_off, store, x, q, n);
-  if (bias > 0) return FloatBlocks4<Out, Round, kBiasUpper, kLow>(a, m, bias, lo_off, hi_off, store, x, q, n);
-  return FloatBlocks4<Out, Round, kBiasLower, kLow>(a, m, bias, lo_off, hi_off, store, x, q, n);
+  if (bias == 0) return FloatBlocks4<Out, Round, kBiasNone, kClamps>(a, m, bias, lo_off, hi_off, store, x, q, n);
+  if (bias > 0) return FloatBlocks4<Out, Round, kBiasUpper, kClamps>(a, m, bias, lo_off, hi_off, store, x, q, n);
+  return FloatBlocks4<Out, Round, kBiasLower, kClamps>(a, m, bias, lo_off, hi_off, store, x, q, n);
 }
 
-// body(kLow, store) with the call's store for FloatStep's results: for bytes on AVX-512 with
-// |zp| <= 255 ByteBlockPacker, which does the lower clamp (kLow std::false_type); else
-// StoreQuantized4 adding zp (kLow std::true_type: FloatStep clamps below).
-template <class Out, class Body>
-HWY_INLINE auto WithFloatStore(const RequantizeArgs& a, const Body& body) {
+// body(clamps, store) with the call's store for FloatStep's results and the FloatClamps left to
+// FloatStep (a std::integral_constant): for bytes on AVX-512 with |zp| <= 255 ByteBlockPacker,
+// which does the lower clamp (kClampHigh), and the upper one too when hi is the type's maximum
+// and small() (every multiplier of the call |m| < 1: kClampNone; asked only there); else
+// StoreQuantized4 adding zp (kClampBoth).
+template <class Out, class Small, class Body>
+HWY_INLINE auto WithFloatStore(const RequantizeArgs& a, const Small& small, const Body& body) {
   const hn::ScalableTag<std::int32_t> di;
   using V = hn::Vec<decltype(di)>;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -6708,14 +6739,18 @@ HWY_INLINE auto WithFloatStore(const RequantizeArgs& a, const Body& body) {
     if (a.zero_point >= -255 && a.zero_point <= 255) {
       const ByteBlockPacker<Out> pack(_mm512_set1_epi16(static_cast<std::int16_t>(a.zero_point)),
                                       static_cast<float>(a.lo));
-      return body(std::false_type(), [&pack](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+      const auto store = [&pack](auto stream, V r0, V r1, V r2, V r3, Out* p) {
         pack.template Store<decltype(stream)::value>(r0.raw, r1.raw, r2.raw, r3.raw, p);
-      });
+      };
+      if (a.hi == std::numeric_limits<Out>::max() && small())
+        return body(std::integral_constant<int, kClampNone>(), store);
+      return body(std::integral_constant<int, kClampHigh>(), store);
     }
   }
 #endif
+  (void)small;  // only the byte blocks above leave the upper clamp to the packs
   const V zp = hn::Set(di, a.zero_point);
-  return body(std::true_type(), [di, zp](auto stream, V r0, V r1, V r2, V r3, Out* p) {
+  return body(std::integral_constant<int, kClampBoth>(), [di, zp](auto stream, V r0, V r1, V r2, V r3, Out* p) {
     StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, zp, p);
   });
 }
@@ -6748,10 +6783,11 @@ HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int
     const std::int32_t lo_off = a.lo - a.zero_point;
     const std::int32_t hi_off = a.hi - a.zero_point;
     if (FloatStepApplies(a.kf[at], lo_off, hi_off))
-      return WithFloatStore<Out>(a, [&](auto low, const auto& store) QUANTKIT_LAMBDA_INLINE {
-        return FloatSideBlocks4<Out, typename Scheme::Round, decltype(low)::value>(a, a.kf[at], a.bias[at], lo_off,
-                                                                                   hi_off, store, x, q, n);
-      });
+      return WithFloatStore<Out>(a, [&] { return std::fabs(a.kf[at]) < 1.0f; },
+                                 [&](auto clamps, const auto& store) QUANTKIT_LAMBDA_INLINE {
+                                   return FloatSideBlocks4<Out, typename Scheme::Round, decltype(clamps)::value>(
+                                       a, a.kf[at], a.bias[at], lo_off, hi_off, store, x, q, n);
+                                 });
   }
   const hn::ScalableTag<std::int32_t> di;
   const hn::RebindToFloat<decltype(di)> df;
@@ -6917,13 +6953,13 @@ HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t
 // blocks leave go out of line. Out of line itself, so that each side's loop keeps the call's
 // constants in registers (three sides inlined into one loop nest spilled them: 3-5 % slower
 // at 64-value rows).
-template <class Out, class Round, int kSide, bool kLow, class Store>
+template <class Out, class Round, int kSide, int kClamps, class Store>
 HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, const std::int32_t* x, std::ptrdiff_t sx,
                                 Out* q, std::ptrdiff_t sq, std::uint64_t mask, std::size_t n, std::int64_t at,
                                 std::int64_t dat) {
   const hn::ScalableTag<std::int32_t> di;
   // the caller checked FloatBoundsExact and took the rows of non-finite multipliers
-  FloatStep<decltype(di), Round, kSide, kLow> step(di, 1.0f, 0, a.lo - a.zero_point, a.hi - a.zero_point);
+  FloatStep<decltype(di), Round, kSide, kClamps> step(di, 1.0f, 0, a.lo - a.zero_point, a.hi - a.zero_point);
   const float* HWY_RESTRICT kf = a.kf;
   const std::int32_t* HWY_RESTRICT kb = a.bias;
   for (; mask != 0; mask &= mask - 1) {
@@ -6959,7 +6995,7 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
                             std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                             std::int64_t dat) {
   // (one call per call, so out of line is fine: QUANTKIT_LAMBDA_INLINE here measured no faster)
-  WithFloatStore<Out>(a, [&](auto low, const auto& store) {
+  WithFloatStore<Out>(a, [&] { return SmallMultipliers(a.kf + at, count, dat); }, [&](auto clamps, const auto& store) {
     // rows of a non-finite multiplier through RqFloat (FloatStep needs float(x') * m not NaN)
     const auto non_finite = [&](std::size_t k0, std::size_t m) {
       const std::int64_t p0 = at + static_cast<std::int64_t>(k0) * dat;
@@ -6973,7 +7009,7 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
     ForRowsBySide(a.bias, count, at, dat, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
       if (mask == 0) return;
       const auto k = static_cast<std::ptrdiff_t>(k0);
-      FloatMaskRows<Out, Round, decltype(side)::value, decltype(low)::value>(
+      FloatMaskRows<Out, Round, decltype(side)::value, decltype(clamps)::value>(
           a, store, x + k * sx, sx, q + k * sq, sq, mask, n, at + static_cast<std::int64_t>(k0) * dat, dat);
     });
   });
