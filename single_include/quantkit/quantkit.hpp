@@ -7811,7 +7811,6 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
   plan.param_div[last] = 1;
 }
 
-
 // After a branch-free check failed: throws naming the first bad scale or zero point of a raw
 // call, e.g. "simd::quantize_per_channel: scale[3] is nan; expected a finite value > 0".
 // `what` is the entry point; `indexed`: per channel ("scale[3]") or per tensor ("scale");
