@@ -759,8 +759,12 @@ template <class Scheme, class Out>
 void check_requantize_rows_by_side(const qks::Kernels& k) {
   std::mt19937 rng(4242);
   const std::vector<double> ms = {0.001, 0x1p-28, 0.0123, 3e-8, 0.25, 0x1p-20, 0.9};
+  // rows of exactly one block (4 vectors) on AVX-512 / AVX2 / SSE4 / SCALAR (two rows per step,
+  // odd counts per side too), of several blocks and tails; more than 64 channels (a second,
+  // partial group of rows)
   for (const qk::Dims& shape : {qk::Dims{130, 67}, qk::Dims{64, 64}, qk::Dims{65, 128}, qk::Dims{2, 70, 64},
-                                qk::Dims{70, 2, 64}}) {
+                                qk::Dims{70, 2, 64}, qk::Dims{37, 32}, qk::Dims{23, 16}, qk::Dims{9, 4},
+                                qk::Dims{67, 64}}) {
     for (int axis : {0, 1}) {
       if (axis == 1 && shape.rank < 3) continue;
       const auto channels = static_cast<std::size_t>(shape[axis]);
