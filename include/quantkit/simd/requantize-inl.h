@@ -903,11 +903,11 @@ struct FixedPointRowConstants {
 };
 
 // Rows p0 + j * dp, j < m <= 64: their constants into t, and the bits of the rows off the fast
-// path (bit j: row j's constants are not the fast path's, !FixedPointFast::ok). Whole vectors of
-// rows when contiguous (no MaskedLoad: Highway 1.0.3's needs aligned addresses below AVX2), the
-// rest one by one. On vectors without 64-bit lanes for the decision: with u = |2 zp + 1|, s = right - 1,
-// |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q| are |c64| + |q| <= INT32_MAX,
-// i.e. u <= (INT32_MAX - |q|) >> s.
+// path (bit j: row j's constants are not the fast path's, !FixedPointFast::ok). Whole vectors
+// of rows when contiguous (no MaskedLoad: Highway 1.0.3's needs aligned addresses below AVX2),
+// the rest one by one. The vectors decide without 64-bit lanes: with u = |2 zp + 1|,
+// s = right - 1, |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q| are
+// |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s.
 inline std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp,
                                         FixedPointRowConstants& t) {
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
