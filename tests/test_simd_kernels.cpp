@@ -1504,6 +1504,141 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
   CHECK(checks > 500);
 }
 
+namespace {
+// The requant_constants kernel against the scalar requant_constants / requant_constants_defined
+// for one scheme: random constants with shifts at and one past every edge (coverage and
+// definition), INT_MIN and INT_MAX, at the first, a middle and the last channel; every count
+// around the vector widths; one broadcast constant. Checks the slots the scheme writes, that
+// nothing past them (or past count) is written, and the two verdicts.
+template <class Scheme>
+void check_requant_constants_kernel(const qks::Kernels& k, std::size_t& runs) {
+  using C = typename Scheme::Constants;
+  constexpr qk::RequantScheme kScheme = Scheme::scheme;
+  constexpr int kSlots = qks::detail::requant_slots(kScheme);
+  constexpr bool kFloat = kScheme == qk::RequantScheme::float_multiplier;
+  const std::int32_t shifts[] = {simd_test::kI32Min, -64, -63, -62, -33, -32, -31, -30, -1, 0, 1, 2, 29, 30,
+                                 31, 32, 33, 62, 63, 64, 2147483647};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float multipliers[] = {nan, -nan, simd_test::kInf, -simd_test::kInf, 0.0f, -0.0f,
+                               std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min()};
+  std::mt19937 rng(77);
+  std::uniform_int_distribution<std::int32_t> any_int(simd_test::kI32Min, 2147483647);
+  std::uniform_int_distribution<int> good_shift(0, 31);
+  const auto bits = [](float v) {
+    std::uint32_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  // a constant the kernels cover, then one field set to a special value (variant >= 0)
+  const auto make = [&](int variant) {
+    C c{};
+    if constexpr (kFloat) {
+      c.multiplier = std::ldexp(1.0f + static_cast<float>(good_shift(rng)) / 32.0f, -good_shift(rng));
+      if (variant >= 0) c.multiplier = multipliers[static_cast<std::size_t>(variant) % std::size(multipliers)];
+    } else if constexpr (kScheme == qk::RequantScheme::double_shift) {
+      c.shift1 = good_shift(rng);
+      c.shift2 = 1 + good_shift(rng) % 31;
+      if (variant >= 0) {
+        const std::int32_t v = shifts[static_cast<std::size_t>(variant / 2) % std::size(shifts)];
+        (variant % 2 == 0 ? c.shift1 : c.shift2) = v;
+      }
+    } else if constexpr (kScheme == qk::RequantScheme::fixed_point ||
+                         kScheme == qk::RequantScheme::fixed_point_single) {
+      c.multiplier = any_int(rng);
+      c.shift = good_shift(rng) - 30;
+      if (variant >= 0) c.shift = shifts[static_cast<std::size_t>(variant) % std::size(shifts)];
+    } else {
+      c.shift = good_shift(rng);
+      if (variant >= 0) c.shift = shifts[static_cast<std::size_t>(variant) % std::size(shifts)];
+    }
+    return c;
+  };
+  const int variants = kFloat ? static_cast<int>(std::size(multipliers))
+                              : static_cast<int>(std::size(shifts)) * (kScheme == qk::RequantScheme::double_shift ? 2 : 1);
+  for (const std::size_t count : {2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100}) {
+    for (const bool broadcast : {false, true}) {
+      for (int variant = -1; variant < variants; ++variant) {
+        for (const std::size_t at : {std::size_t{0}, count / 2, count - 1}) {
+          if (broadcast && at != 0) continue;
+          std::vector<C> constants(broadcast ? 1 : count);
+          for (C& c : constants) c = make(-1);
+          constants[at] = make(variant);
+          std::int32_t want[7][128] = {};
+          float want_f[128] = {};
+          bool want_covered = true, want_defined = true;
+          for (std::size_t i = 0; i < count; ++i) {
+            const C& c = constants[broadcast ? 0 : i];
+            std::int32_t kc[7] = {};
+            want_covered &= qks::detail::requant_constants<Scheme>(c, kc, &want_f[i]);
+            want_defined &= qk::detail::requant_constants_defined<Scheme>(c);
+            for (int s = 0; s < kSlots; ++s) want[s][i] = kc[s];
+          }
+          std::vector<std::int32_t> got[3];
+          std::vector<float> got_f(count + 1, 42.0f);
+          qks::RequantConstantsArgs a;
+          a.scheme = kScheme;
+          a.constants = constants.data();
+          a.broadcast = broadcast;
+          a.count = count;
+          if constexpr (kScheme == qk::RequantScheme::double_shift) {
+            a.shift_max[0] = Scheme::kMaxShift1;
+            a.shift_min[1] = Scheme::kMinShift2;
+            a.shift_max[1] = Scheme::kMaxShift2;
+          } else if constexpr (kScheme == qk::RequantScheme::fixed_point ||
+                               kScheme == qk::RequantScheme::fixed_point_single) {
+            a.shift_min[1] = Scheme::kMinShift;
+            a.shift_max[1] = Scheme::kMaxShift;
+          } else if constexpr (!kFloat) {
+            a.shift_min[0] = Scheme::kMinShift;
+            a.shift_max[0] = Scheme::kMaxShift;
+          }
+          for (int s = 0; s < kSlots; ++s) {
+            got[s].assign(count + 1, 42);  // one past: untouched
+            a.k[s] = got[s].data();
+          }
+          if (kFloat) a.kf = got_f.data();
+          const std::string scheme = qk::to_string(kScheme);
+          CAPTURE(scheme);
+          CAPTURE(count);
+          CAPTURE(broadcast);
+          CAPTURE(variant);
+          CAPTURE(at);
+          const std::uint32_t r = k.requant_constants(a);
+          CHECK(((r & qks::kRequantUndefined) == 0) == want_defined);
+          CHECK(((r & qks::kRequantUncovered) == 0) == want_covered);
+          // the values matter only where every constant is covered (else the reference runs)
+          if (want_covered) {
+            std::size_t differ = 0;
+            for (std::size_t i = 0; i < count; ++i) {
+              for (int s = 0; s < kSlots; ++s) differ += got[s][i] != want[s][i];
+              if (kFloat) differ += bits(got_f[i]) != bits(want_f[i]);
+            }
+            CHECK(differ == 0);
+          }
+          for (int s = 0; s < kSlots; ++s) CHECK(got[s][count] == 42);
+          CHECK(got_f[kFloat ? count : 0] == 42.0f);
+          ++runs;
+        }
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: requant_constants converts and checks per-channel constants as the scalar loop, on every target") {
+  std::size_t runs = 0;
+  for_each_target("requant_constants", [&](const qks::Kernels& k) {
+    REQUIRE(static_cast<bool>(k.requant_constants));
+    check_requant_constants_kernel<qk::FloatMultiplier<>>(k, runs);
+    check_requant_constants_kernel<qk::PowerOfTwo<>>(k, runs);
+    check_requant_constants_kernel<qk::FixedPointDoubleRounding>(k, runs);
+    check_requant_constants_kernel<qk::FixedPointSingleRounding>(k, runs);
+    check_requant_constants_kernel<qk::SingleShift>(k, runs);
+    check_requant_constants_kernel<qk::DoubleShift>(k, runs);
+  });
+  CHECK(runs > 5000);
+}
+
 TEST_CASE("simd: per-call parameter arrays come from a per-thread scratch, in stack order") {
   using qks::detail::ParamArray;
   using qks::detail::ParamScratch;

@@ -1030,6 +1030,29 @@ struct RequantizeArgs {
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
 };
 
+// A layer's constants in RequantizeArgs' form (k, kf above) for `count` channels, and their
+// check, in one pass: the front end's kernel_requant_constants for more than one channel (its
+// scalar loops stay scalar at -O2, and compile for the baseline target otherwise).
+// `constants` points at Scheme::Constants structs read as 32-bit words: two per constant for
+// fixed_point, fixed_point_single (multiplier, shift) and double_shift (shift1, shift2), one for
+// the others; one constant for every channel when `broadcast`. `shift_min[w]`..`shift_max[w]`:
+// where the scheme's arithmetic is defined for word w when it is a shift (Scheme::kMinShift ...).
+// Returns kRequantUncovered when a constant lies outside what the kernels cover (the reference
+// runs the call; the outputs are then unspecified) and kRequantUndefined when a shift lies
+// outside its defined range (the front end throws, naming it).
+struct RequantConstantsArgs {
+  RequantScheme scheme = RequantScheme::fixed_point;
+  const void* constants = nullptr;
+  bool broadcast = false;
+  std::size_t count = 0;
+  std::int32_t shift_min[2] = {0, 0};
+  std::int32_t shift_max[2] = {0, 0};
+  std::int32_t* k[3] = {};  // the slots the scheme writes (requant_slots in api.hpp)
+  float* kf = nullptr;      // float_multiplier
+};
+constexpr std::uint32_t kRequantUncovered = 1;
+constexpr std::uint32_t kRequantUndefined = 2;
+
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,
 // which only matters for -0.0 vs +0.0); +inf/-inf when there is none.
 struct MinMaxResult {
@@ -1121,6 +1144,7 @@ struct Kernels {
   void (*dequantize)(const DequantizeArgs&) = nullptr;
   void (*requantize)(const RequantizeArgs&) = nullptr;
   std::uint32_t (*quantize_params)(const QuantizeParamsArgs&) = nullptr;  // nonzero: a bad value
+  std::uint32_t (*requant_constants)(const RequantConstantsArgs&) = nullptr;  // kRequant* bits
   // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
   void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
   void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
@@ -6473,6 +6497,157 @@ inline void Requantize(const RequantizeArgs& a) {
   }
 }
 
+// ------------------------------ Per-channel constants
+
+// RequantConstantsArgs (abi.hpp): one vector of constants at a time, the last partial vector
+// through buffers padded with copies of its first constant (same verdicts, no second formula).
+// Shift counts are masked to 0..31 before shifting: the results of an uncovered constant are
+// not used, but the shifts stay defined on every target.
+template <RequantScheme kScheme>
+HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
+  constexpr bool kPairs = kScheme == RequantScheme::fixed_point || kScheme == RequantScheme::fixed_point_single ||
+                          kScheme == RequantScheme::double_shift;
+  constexpr std::size_t kWords = kPairs ? 2 : 1;
+  constexpr bool kFloat = kScheme == RequantScheme::float_multiplier;
+  constexpr bool kK1 = kScheme != RequantScheme::float_multiplier && kScheme != RequantScheme::single_shift;
+  constexpr bool kK2 = kScheme == RequantScheme::power_of_two || kScheme == RequantScheme::fixed_point ||
+                       kScheme == RequantScheme::double_shift;
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToUnsigned<decltype(di)> du;
+  const hn::RebindToFloat<decltype(di)> df;
+  using VI = hn::Vec<decltype(di)>;
+  using VU = hn::Vec<decltype(du)>;
+  const std::size_t N = hn::Lanes(di);
+  const auto* words = static_cast<const std::int32_t*>(a.constants);
+  VU uncovered = hn::Zero(du), undefined = hn::Zero(du);  // all-ones lanes (MaskFromVec reads the sign)
+  // lanes of v outside [lo, hi] as all-ones
+  const auto outside = [&](VI v, std::int32_t lo, std::int32_t hi) HWY_ATTR {
+    return hn::BitCast(du, hn::VecFromMask(di, hn::Or(hn::Lt(v, hn::Set(di, lo)), hn::Gt(v, hn::Set(di, hi)))));
+  };
+  const VU mask31 = hn::Set(du, 31u);
+  const VU one = hn::Set(du, 1u);
+  // one vector of constants (words w0, w1) -> k0, k1, k2 (kf: k0's bits)
+  const auto convert = [&](VI w0, VI w1, VI& k0, VI& k1, VI& k2) HWY_ATTR {
+    (void)w1;
+    if constexpr (kScheme == RequantScheme::float_multiplier) {
+      const VI exponent = hn::Set(di, 0x7f800000);
+      uncovered = hn::Or(uncovered, hn::BitCast(du, hn::VecFromMask(di, hn::Eq(hn::And(w0, exponent), exponent))));
+      k0 = w0;
+    } else if constexpr (kScheme == RequantScheme::power_of_two) {
+      undefined = hn::Or(undefined, outside(w0, a.shift_min[0], a.shift_max[0]));
+      uncovered = hn::Or(uncovered, outside(w0, 0, 31));
+      const VU s = hn::And(hn::BitCast(du, w0), mask31);
+      k0 = w0;
+      k1 = hn::BitCast(di, hn::Sub((one << s), one));
+      const VU half = (one << hn::And(hn::Sub(s, one), mask31));
+      k2 = hn::BitCast(di, hn::IfThenElse(hn::Eq(s, hn::Zero(du)), one, half));
+    } else if constexpr (kScheme == RequantScheme::fixed_point) {
+      undefined = hn::Or(undefined, outside(w1, a.shift_min[1], a.shift_max[1]));
+      const VI left = hn::Max(w1, hn::Zero(di));
+      // right in unsigned arithmetic (-INT_MIN is undefined): INT_MIN's 2^31 is uncovered
+      const VU right = hn::IfThenElseZero(hn::RebindMask(du, hn::Lt(w1, hn::Zero(di))),
+                                          hn::Sub(hn::Zero(du), hn::BitCast(du, w1)));
+      const VU beyond = hn::AndNot(mask31, hn::Or(hn::BitCast(du, left), right));  // a shift past 31
+      uncovered = hn::Or(uncovered, hn::VecFromMask(du, hn::Ne(beyond, hn::Zero(du))));
+      k0 = w0;
+      k1 = left;
+      k2 = hn::BitCast(di, right);
+    } else if constexpr (kScheme == RequantScheme::fixed_point_single) {
+      undefined = hn::Or(undefined, outside(w1, a.shift_min[1], a.shift_max[1]));
+      uncovered = hn::Or(uncovered, outside(w1, -31, 30));
+      k0 = w0;
+      k1 = hn::BitCast(di, hn::Sub(hn::Set(du, 30u), hn::BitCast(du, w1)));
+    } else if constexpr (kScheme == RequantScheme::single_shift) {
+      undefined = hn::Or(undefined, outside(w0, a.shift_min[0], a.shift_max[0]));
+      uncovered = hn::Or(uncovered, outside(w0, 0, 63));
+      k0 = hn::Min(w0, hn::Set(di, 31));  // int32 >> 31.. is the sign either way
+    } else {  // double_shift
+      undefined = hn::Or(undefined, hn::Or(outside(w0, a.shift_min[0], a.shift_max[0]),
+                                           outside(w1, a.shift_min[1], a.shift_max[1])));
+      uncovered = hn::Or(uncovered, hn::Or(outside(w0, 0, 31), outside(w1, 1, 31)));
+      k0 = w0;
+      k1 = w1;
+      k2 = hn::BitCast(di, (one << hn::And(hn::Sub(hn::BitCast(du, w1), one), mask31)));
+    }
+  };
+  const auto load = [&](const std::int32_t* p, VI& w0, VI& w1) HWY_ATTR {
+    if constexpr (kPairs) {
+      hn::LoadInterleaved2(di, p, w0, w1);
+    } else {
+      w0 = hn::LoadU(di, p);
+      w1 = w0;
+    }
+  };
+  // k0..k2 (or kf) at index i of o[] / of; only the scheme's slots (the others may be null)
+  const auto store = [&](VI k0, VI k1, VI k2, std::int32_t* const* o, float* of, std::size_t i) HWY_ATTR {
+    (void)k1;
+    (void)k2;
+    if constexpr (kFloat) {
+      hn::StoreU(hn::BitCast(df, k0), df, of + i);
+    } else {
+      hn::StoreU(k0, di, o[0] + i);
+      if constexpr (kK1) hn::StoreU(k1, di, o[1] + i);
+      if constexpr (kK2) hn::StoreU(k2, di, o[2] + i);
+    }
+  };
+  VI k0 = hn::Zero(di), k1 = k0, k2 = k0;
+  std::size_t i = 0;
+  if (a.broadcast) {
+    const VI w0 = hn::Set(di, words[0]);
+    convert(w0, kPairs ? hn::Set(di, words[1]) : w0, k0, k1, k2);
+    for (; i + N <= a.count; i += N) store(k0, k1, k2, a.k, a.kf, i);
+  } else {
+    for (; i + N <= a.count; i += N) {
+      VI w0, w1;
+      load(words + kWords * i, w0, w1);
+      convert(w0, w1, k0, k1, k2);
+      store(k0, k1, k2, a.k, a.kf, i);
+    }
+  }
+  if (i < a.count) {
+    constexpr std::size_t kMax = HWY_MAX_BYTES / sizeof(std::int32_t);
+    HWY_ALIGN std::int32_t in[kWords * kMax];
+    HWY_ALIGN std::int32_t t0[kMax], t1[kMax], t2[kMax];
+    HWY_ALIGN float tf[kMax];
+    std::int32_t* const t[3] = {t0, t1, t2};
+    const std::size_t rem = a.count - i;
+    const std::int32_t* first = a.broadcast ? words : words + kWords * i;
+    for (std::size_t j = 0; j < N; ++j) {
+      const std::int32_t* from = a.broadcast || j >= rem ? first : first + kWords * j;
+      for (std::size_t w = 0; w < kWords; ++w) in[kWords * j + w] = from[w];
+    }
+    VI w0, w1;
+    load(in, w0, w1);
+    convert(w0, w1, k0, k1, k2);
+    store(k0, k1, k2, t, tf, 0);
+    for (std::size_t j = 0; j < rem; ++j) {
+      if constexpr (kFloat) {
+        a.kf[i + j] = tf[j];
+      } else {
+        a.k[0][i + j] = t0[j];
+        if constexpr (kK1) a.k[1][i + j] = t1[j];
+        if constexpr (kK2) a.k[2][i + j] = t2[j];
+      }
+    }
+  }
+  std::uint32_t r = 0;
+  if (!hn::AllFalse(du, hn::MaskFromVec(uncovered))) r |= kRequantUncovered;
+  if (!hn::AllFalse(du, hn::MaskFromVec(undefined))) r |= kRequantUndefined;
+  return r;
+}
+
+inline std::uint32_t RequantConstants(const RequantConstantsArgs& a) {
+  switch (a.scheme) {
+    case RequantScheme::float_multiplier: return RequantConstantsLoop<RequantScheme::float_multiplier>(a);
+    case RequantScheme::power_of_two: return RequantConstantsLoop<RequantScheme::power_of_two>(a);
+    case RequantScheme::fixed_point: return RequantConstantsLoop<RequantScheme::fixed_point>(a);
+    case RequantScheme::fixed_point_single: return RequantConstantsLoop<RequantScheme::fixed_point_single>(a);
+    case RequantScheme::single_shift: return RequantConstantsLoop<RequantScheme::single_shift>(a);
+    case RequantScheme::double_shift: return RequantConstantsLoop<RequantScheme::double_shift>(a);
+  }
+  return kRequantUncovered;
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace simd
 }  // namespace quantkit
@@ -6649,6 +6824,7 @@ const Kernels* GetKernelsT() {
     k.dequantize = &Dequantize;
     k.requantize = &Requantize;
     k.quantize_params = &QuantizeParams;
+    k.requant_constants = &RequantConstants;
     k.pack = &Pack;
     k.unpack = &Unpack;
     k.minmax = &MinMax;

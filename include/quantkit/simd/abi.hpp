@@ -233,6 +233,29 @@ struct RequantizeArgs {
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
 };
 
+// A layer's constants in RequantizeArgs' form (k, kf above) for `count` channels, and their
+// check, in one pass: the front end's kernel_requant_constants for more than one channel (its
+// scalar loops stay scalar at -O2, and compile for the baseline target otherwise).
+// `constants` points at Scheme::Constants structs read as 32-bit words: two per constant for
+// fixed_point, fixed_point_single (multiplier, shift) and double_shift (shift1, shift2), one for
+// the others; one constant for every channel when `broadcast`. `shift_min[w]`..`shift_max[w]`:
+// where the scheme's arithmetic is defined for word w when it is a shift (Scheme::kMinShift ...).
+// Returns kRequantUncovered when a constant lies outside what the kernels cover (the reference
+// runs the call; the outputs are then unspecified) and kRequantUndefined when a shift lies
+// outside its defined range (the front end throws, naming it).
+struct RequantConstantsArgs {
+  RequantScheme scheme = RequantScheme::fixed_point;
+  const void* constants = nullptr;
+  bool broadcast = false;
+  std::size_t count = 0;
+  std::int32_t shift_min[2] = {0, 0};
+  std::int32_t shift_max[2] = {0, 0};
+  std::int32_t* k[3] = {};  // the slots the scheme writes (requant_slots in api.hpp)
+  float* kf = nullptr;      // float_multiplier
+};
+constexpr std::uint32_t kRequantUncovered = 1;
+constexpr std::uint32_t kRequantUndefined = 2;
+
 // Min and max of the finite values (std::min/std::max order: the first of equal values wins,
 // which only matters for -0.0 vs +0.0); +inf/-inf when there is none.
 struct MinMaxResult {
@@ -324,6 +347,7 @@ struct Kernels {
   void (*dequantize)(const DequantizeArgs&) = nullptr;
   void (*requantize)(const RequantizeArgs&) = nullptr;
   std::uint32_t (*quantize_params)(const QuantizeParamsArgs&) = nullptr;  // nonzero: a bad value
+  std::uint32_t (*requant_constants)(const RequantConstantsArgs&) = nullptr;  // kRequant* bits
   // 2- and 4-bit packing of value bytes (two's complement), low bits first (ONNX order).
   void (*pack)(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) = nullptr;
   void (*unpack)(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,

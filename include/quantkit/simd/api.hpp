@@ -623,15 +623,14 @@ bool requant_constants(const typename Scheme::Constants& c, std::int32_t* k, flo
     k[2] = c.shift == 0 ? 1 : static_cast<std::int32_t>(std::int64_t{1} << (c.shift - 1));
     return true;
   } else if constexpr (s == RequantScheme::fixed_point) {
-    // Branch-free (per-channel shifts vary; this runs per channel on every call): the
-    // validity is computed, the shift counts masked to stay defined either way.
-    // The kernels derive the masks and saturation bounds from left and right.
-    const int left = std::max(c.shift, 0);
-    const int right = std::max(-c.shift, 0);
+    // The kernels derive the masks and saturation bounds from left and right; right in
+    // unsigned arithmetic (-INT_MIN is undefined; its 2^31 is not covered).
+    const std::uint32_t left = c.shift > 0 ? static_cast<std::uint32_t>(c.shift) : 0u;
+    const std::uint32_t right = c.shift < 0 ? 0u - static_cast<std::uint32_t>(c.shift) : 0u;
     k[0] = c.multiplier;
-    k[1] = left;
-    k[2] = right;
-    return (left | right) <= 31;
+    k[1] = static_cast<std::int32_t>(left);
+    k[2] = static_cast<std::int32_t>(right);
+    return (left | right) <= 31u;
   } else if constexpr (s == RequantScheme::fixed_point_single) {
     if (c.shift < -31 || c.shift > 30) return false;
     k[0] = c.multiplier;
@@ -696,63 +695,51 @@ constexpr bool requant_supported() {
 // A layer's constants in the kernels' form for `count` channels: kp[s][c] for the slots the
 // scheme reads (requant_slots), kfp[c] for the float scheme. False when one is outside what
 // the kernels cover (the reference runs the call then); an undefined shift throws, naming it.
+// More than one channel: the target's requant_constants kernel (vectors of the target's width,
+// at any optimization level; the scalar loops it replaced stayed scalar at -O2: 465 against
+// 400 ns for a 64 x 64 fixed-point call on Zen 5).
 template <class Scheme>
 bool kernel_requant_constants(const RequantParams<Scheme>& p, std::size_t count, std::int32_t* const* kp,
-                              float* kfp, const std::string& layer) {
-  constexpr int kSlots = requant_slots(Scheme::scheme);
-  // kf only for the float scheme (the others never read it)
-  constexpr bool kFloat = Scheme::scheme == RequantScheme::float_multiplier;
-  bool covered = true;  // checked after the loop: no branch per channel
-  if (p.constants.size() == 1) {
+                              float* kfp, const std::string& layer, const Kernels* kernels) {
+  using C = typename Scheme::Constants;
+  constexpr RequantScheme kScheme = Scheme::scheme;
+  if (count == 1 && p.constants.size() == 1) {  // per tensor: inline
     std::int32_t kc[7] = {};
     float kfc = 0.0f;
-    covered = requant_constants<Scheme>(p.constants[0], kc, &kfc);
-    for (int s = 0; s < kSlots; ++s) std::fill(kp[s], kp[s] + count, kc[s]);
-    if constexpr (kFloat) std::fill(kfp, kfp + count, kfc);
-  } else if constexpr (Scheme::scheme == RequantScheme::fixed_point) {
-    // requant_constants' left / right as a loop the compiler vectorizes: every channel
-    // has (left | right) <= 31 iff their OR does (all >= 0); with the shifts' check
-    // (requant_constants_defined; right in unsigned arithmetic: -INT_MIN is undefined)
-    const typename Scheme::Constants* const pc = p.constants.data();
-    std::int32_t* const kq = kp[0];
-    std::int32_t* const kl = kp[1];
-    std::int32_t* const kr = kp[2];
-    std::uint32_t shifts = 0, undefined = 0;
-    for (std::size_t c = 0; c < count; ++c) {
-      const int shift = pc[c].shift;
-      undefined |= static_cast<std::uint32_t>(!quantkit::detail::requant_constants_defined<Scheme>(pc[c]));
-      const std::uint32_t left = shift > 0 ? static_cast<std::uint32_t>(shift) : 0u;
-      const std::uint32_t right = shift < 0 ? 0u - static_cast<std::uint32_t>(shift) : 0u;
-      kq[c] = pc[c].multiplier;
-      kl[c] = static_cast<std::int32_t>(left);
-      kr[c] = static_cast<std::int32_t>(right);
-      shifts |= left | right;
-    }
-    if (undefined != 0) check_requant_shifts<Scheme>(p, layer);  // throws, naming it
-    covered = shifts <= 31u;
-  } else if constexpr (kFloat) {
-    // requant_constants' isfinite as exponent bits, so the loop vectorizes (the per-channel
-    // scalar loop was a tenth of a 4K-value call)
-    const typename Scheme::Constants* const pc = p.constants.data();
-    std::uint32_t nonfinite = 0;
-    for (std::size_t c = 0; c < count; ++c) {
-      const float m = pc[c].multiplier;
-      std::uint32_t bits;
-      std::memcpy(&bits, &m, sizeof bits);
-      kfp[c] = m;
-      nonfinite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    covered = nonfinite == 0;
-  } else {
-    const typename Scheme::Constants* const pc = p.constants.data();
-    for (std::size_t c = 0; c < count; ++c) {
-      std::int32_t kc[7] = {};
-      float kfc = 0.0f;
-      covered &= requant_constants<Scheme>(pc[c], kc, &kfc);  // (kfc: the float scheme's only)
-      for (int s = 0; s < kSlots; ++s) kp[s][c] = kc[s];
-    }
+    const bool covered = requant_constants<Scheme>(p.constants[0], kc, &kfc);
+    for (int s = 0; s < requant_slots(kScheme); ++s) kp[s][0] = kc[s];
+    if constexpr (kScheme == RequantScheme::float_multiplier) kfp[0] = kfc;
+    return covered;
   }
-  return covered;
+  // the kernel reads the constants as 32-bit words (RequantConstantsArgs)
+  static_assert(std::is_standard_layout<C>::value && sizeof(int) == sizeof(std::int32_t), "32-bit constants");
+  RequantConstantsArgs a;
+  a.scheme = kScheme;
+  a.constants = p.constants.data();
+  a.broadcast = p.constants.size() == 1;
+  a.count = count;
+  if constexpr (kScheme == RequantScheme::float_multiplier) {
+    static_assert(sizeof(C) == sizeof(float), "one word");
+    a.kf = kfp;
+  } else if constexpr (kScheme == RequantScheme::double_shift) {
+    static_assert(sizeof(C) == 2 * sizeof(std::int32_t) && offsetof(C, shift2) == sizeof(std::int32_t), "shift1, shift2");
+    a.shift_min[0] = 0;
+    a.shift_max[0] = Scheme::kMaxShift1;
+    a.shift_min[1] = Scheme::kMinShift2;
+    a.shift_max[1] = Scheme::kMaxShift2;
+  } else if constexpr (kScheme == RequantScheme::fixed_point || kScheme == RequantScheme::fixed_point_single) {
+    static_assert(sizeof(C) == 2 * sizeof(std::int32_t) && offsetof(C, shift) == sizeof(std::int32_t), "multiplier, shift");
+    a.shift_min[1] = Scheme::kMinShift;
+    a.shift_max[1] = Scheme::kMaxShift;
+  } else {
+    static_assert(sizeof(C) == sizeof(std::int32_t), "one shift");
+    a.shift_min[0] = Scheme::kMinShift;
+    a.shift_max[0] = Scheme::kMaxShift;
+  }
+  for (int s = 0; s < 3; ++s) a.k[s] = s < requant_slots(kScheme) ? kp[s] : nullptr;
+  const std::uint32_t r = pick(kernels, &Kernels::requant_constants, QUANTKIT_SIMD_STATIC_FN(RequantConstants))(a);
+  if ((r & kRequantUndefined) != 0) check_requant_shifts<Scheme>(p, layer);  // throws, naming it
+  return r == 0;
 }
 
 // The kernel over acc -> out, with the constants and biases in the kernels' form; `plan`, when
@@ -792,12 +779,11 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
   static_assert(std::is_same<std::remove_const_t<Acc>, std::int32_t>::value,
                 "simd::requantize: accumulators must be std::int32_t");
   using O = std::remove_const_t<Out>;
-  // Fixed point per channel checks its shifts in its conversion pass below (the separate pass
-  // was 4 % of a 64-channel call of 4K values on Zen 5); every other call checks them here,
-  // before any path negates or shifts by one. Either way a bad shift is named before any other
-  // error, as the reference names it.
-  constexpr bool kFixedPoint = Scheme::scheme == RequantScheme::fixed_point;
-  const bool check_in_pass = kFixedPoint && detail::requant_supported<Scheme>() && detail::is_kernel_int_v<O> &&
+  // Per-channel constants are checked in their conversion pass below (the requant_constants
+  // kernel; a separate pass was 4 % of a 64-channel call of 4K values on Zen 5); every other
+  // call checks them here, before any path negates or shifts by one. Either way a bad shift is
+  // named before any other error, as the reference names it.
+  const bool check_in_pass = detail::requant_supported<Scheme>() && detail::is_kernel_int_v<O> &&
                              p.constants.size() > 1;
   if (!check_in_pass) detail::check_requant_shifts<Scheme>(p, layer);
   const auto reference = [&] {  // the reference's result or error (its checks come first)
@@ -843,7 +829,7 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p, const 
     // Local pointers: this runs on every call.
     std::int32_t* kp[7];
     for (int s = 0; s < 7; ++s) kp[s] = k[s].data();
-    if (!detail::kernel_requant_constants<Scheme>(p, count, kp, kf.data(), layer)) {
+    if (!detail::kernel_requant_constants<Scheme>(p, count, kp, kf.data(), layer, kernels)) {
       ref::requantize(acc, p, out, layer);  // shifts checked
       return;
     }

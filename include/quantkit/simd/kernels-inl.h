@@ -39,6 +39,7 @@ const Kernels* GetKernelsT() {
     k.dequantize = &Dequantize;
     k.requantize = &Requantize;
     k.quantize_params = &QuantizeParams;
+    k.requant_constants = &RequantConstants;
     k.pack = &Pack;
     k.unpack = &Unpack;
     k.minmax = &MinMax;

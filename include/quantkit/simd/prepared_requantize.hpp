@@ -53,7 +53,7 @@ class PreparedRequantize {
       }
       // the float multipliers: only the float scheme's kernels read them
       if constexpr (Scheme::scheme == RequantScheme::float_multiplier) kf_.resize(count);
-      if (!detail::kernel_requant_constants<Scheme>(p_, count, kp, kf_.data(), layer_)) return;
+      if (!detail::kernel_requant_constants<Scheme>(p_, count, kp, kf_.data(), layer_, kernels_)) return;
       bias_ = p_.bias.empty() ? std::vector<std::int32_t>(count, 0) : p_.bias;
       const Dims strides = contiguous_strides(shape_);
       detail::make_plan(shape_, strides, strides, layout_, plan_);
