@@ -1625,6 +1625,59 @@ void check_requant_constants_kernel(const qks::Kernels& k, std::size_t& runs) {
 }
 }  // namespace
 
+namespace {
+// Per-channel constants of a shift scheme with one bad constant at channel 2: the call names it
+// before the layout's and the counts' errors (the reference's order), on every target; a shift
+// the scheme defines but the kernels do not cover runs the reference.
+template <class Scheme>
+void check_per_channel_shift_errors(typename Scheme::Constants bad, typename Scheme::Constants uncovered,
+                                    typename Scheme::Constants good) {
+  const qk::Dims shape{3, 4, 5};
+  std::vector<std::int32_t> acc(60);
+  for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<std::int32_t>(i * 2654435761u % 200001) - 100000;
+  std::vector<std::int8_t> got(60, 42), want(60);
+  const qk::View<const std::int32_t> a(acc.data(), shape);
+  const qk::View<std::int8_t> out(got.data(), shape);
+  qk::RequantParams<Scheme> p;
+  p.constants = {good, good, bad, good};
+  p.channel_axis = 1;
+  p.clamp_min = -128;
+  p.clamp_max = 127;
+  const std::string scheme = qk::to_string(Scheme::scheme);
+  CAPTURE(scheme);
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    const std::string target = k->name;
+    CAPTURE(target);
+    const auto named = doctest::Contains("simd::requantize: layer 'conv': constants[2]");
+    CHECK_THROWS_WITH_AS(qks::requantize(a, p, out, "conv", k), named, qk::Error);
+    qk::RequantParams<Scheme> bad_axis = p;
+    bad_axis.channel_axis = 5;
+    CHECK_THROWS_WITH_AS(qks::requantize(a, bad_axis, out, "conv", k), named, qk::Error);
+    qk::RequantParams<Scheme> bad_bias = p;
+    bad_bias.bias = {1, 2, 3};
+    CHECK_THROWS_WITH_AS(qks::requantize(a, bad_bias, out, "conv", k), named, qk::Error);
+    CHECK(std::all_of(got.begin(), got.end(), [](std::int8_t v) { return v == 42; }));
+    qk::RequantParams<Scheme> r = p;
+    r.constants[2] = uncovered;
+    r.bias = {5, -7, 100000, 0};
+    qk::ref::requantize(a, r, qk::View<std::int8_t>(want.data(), shape), "conv");
+    qks::requantize(a, r, out, "conv", k);
+    CHECK(got == want);
+    std::fill(got.begin(), got.end(), std::int8_t{42});
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: per-channel shifts of every shift scheme: named before other errors; uncovered ones run the reference") {
+  check_per_channel_shift_errors<qk::PowerOfTwo<>>({63}, {40}, {7});
+  check_per_channel_shift_errors<qk::PowerOfTwo<>>({-1}, {62}, {0});
+  check_per_channel_shift_errors<qk::SingleShift>({64}, {50}, {9});
+  check_per_channel_shift_errors<qk::SingleShift>({std::numeric_limits<int>::min()}, {63}, {31});
+  check_per_channel_shift_errors<qk::DoubleShift>({0, 63}, {3, 40}, {2, 9});
+  check_per_channel_shift_errors<qk::DoubleShift>({32, 5}, {0, 32}, {1, 31});
+  check_per_channel_shift_errors<qk::FixedPointSingleRounding>({1 << 30, 31}, {1 << 30, -32}, {1 << 30, -3});
+}
+
 TEST_CASE("simd: requant_constants converts and checks per-channel constants as the scalar loop, on every target") {
   std::size_t runs = 0;
   for_each_target("requant_constants", [&](const qks::Kernels& k) {
