@@ -234,8 +234,8 @@ struct RequantizeArgs {
 };
 
 // A layer's constants in RequantizeArgs' form (k, kf above) for `count` channels, and their
-// check, in one pass: the front end's kernel_requant_constants for more than one channel (its
-// scalar loops stay scalar at -O2, and compile for the baseline target otherwise).
+// check, in one pass: the front end's kernel_requant_constants for more than one channel (the
+// front end's own loops stayed scalar at -O2 and are compiled for the baseline target).
 // `constants` points at Scheme::Constants structs read as 32-bit words: two per constant for
 // fixed_point, fixed_point_single (multiplier, shift) and double_shift (shift1, shift2), one for
 // the others; one constant for every channel when `broadcast`. `shift_min[w]`..`shift_max[w]`:
