@@ -7120,8 +7120,10 @@ HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
   VI k0 = hn::Zero(di), k1 = k0, k2 = k0;
   std::size_t i = 0;
   if (a.broadcast) {
-    const VI w0 = hn::Set(di, words[0]);
-    convert(w0, kPairs ? hn::Set(di, words[1]) : w0, k0, k1, k2);
+    std::int32_t c[2] = {0, 0};  // (memcpy: the words may be a float's)
+    std::memcpy(c, words, kWords * sizeof(std::int32_t));
+    const VI w0 = hn::Set(di, c[0]);
+    convert(w0, kPairs ? hn::Set(di, c[1]) : w0, k0, k1, k2);
     for (; i + N <= a.count; i += N) store(k0, k1, k2, a.k, a.kf, i);
   } else {
     for (; i + N <= a.count; i += N) {
@@ -7141,7 +7143,7 @@ HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
     const std::int32_t* first = a.broadcast ? words : words + kWords * i;
     for (std::size_t j = 0; j < N; ++j) {
       const std::int32_t* from = a.broadcast || j >= rem ? first : first + kWords * j;
-      for (std::size_t w = 0; w < kWords; ++w) in[kWords * j + w] = from[w];
+      std::memcpy(in + kWords * j, from, kWords * sizeof(std::int32_t));
     }
     VI w0, w1;
     load(in, w0, w1);
