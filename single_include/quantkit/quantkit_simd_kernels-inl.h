@@ -6548,7 +6548,8 @@ inline void Requantize(const RequantizeArgs& a) {
 // RequantConstantsArgs (abi.hpp): one vector of constants at a time, the last partial vector
 // through buffers padded with copies of its first constant (same verdicts, no second formula).
 // Shift counts are masked to 0..31 before shifting: the results of an uncovered constant are
-// not used, but the shifts stay defined on every target.
+// not used, but the shifts stay defined on every target. The ranges covered are those of the
+// scalar requant_constants (api.hpp: per-tensor calls), which test_simd_kernels holds this to.
 template <RequantScheme kScheme>
 HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
   constexpr bool kPairs = kScheme == RequantScheme::fixed_point || kScheme == RequantScheme::fixed_point_single ||
