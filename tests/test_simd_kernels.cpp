@@ -1639,7 +1639,7 @@ void check_per_channel_shift_errors(typename Scheme::Constants bad, typename Sch
   const qk::View<const std::int32_t> a(acc.data(), shape);
   const qk::View<std::int8_t> out(got.data(), shape);
   qk::RequantParams<Scheme> p;
-  p.constants = {good, good, bad, good};
+  p.constants = std::vector<typename Scheme::Constants>{good, good, bad, good};  // (not assign(init_list): GCC 12 -O3 warns -Wnonnull falsely)
   p.channel_axis = 1;
   p.clamp_min = -128;
   p.clamp_max = 127;
@@ -1654,12 +1654,12 @@ void check_per_channel_shift_errors(typename Scheme::Constants bad, typename Sch
     bad_axis.channel_axis = 5;
     CHECK_THROWS_WITH_AS(qks::requantize(a, bad_axis, out, "conv", k), named, qk::Error);
     qk::RequantParams<Scheme> bad_bias = p;
-    bad_bias.bias = {1, 2, 3};
+    bad_bias.bias = std::vector<std::int32_t>{1, 2, 3};
     CHECK_THROWS_WITH_AS(qks::requantize(a, bad_bias, out, "conv", k), named, qk::Error);
     CHECK(std::all_of(got.begin(), got.end(), [](std::int8_t v) { return v == 42; }));
     qk::RequantParams<Scheme> r = p;
     r.constants[2] = uncovered;
-    r.bias = {5, -7, 100000, 0};
+    r.bias = std::vector<std::int32_t>{5, -7, 100000, 0};
     qk::ref::requantize(a, r, qk::View<std::int8_t>(want.data(), shape), "conv");
     qks::requantize(a, r, out, "conv", k);
     CHECK(got == want);
