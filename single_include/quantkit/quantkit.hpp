@@ -7475,8 +7475,9 @@ HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
   if (i < a.count) {
     constexpr std::size_t kMax = HWY_MAX_BYTES / sizeof(std::int32_t);
     HWY_ALIGN std::int32_t in[kWords * kMax];
-    HWY_ALIGN std::int32_t t0[kMax], t1[kMax], t2[kMax];
-    HWY_ALIGN float tf[kMax];
+    // (zeroed: GCC 12 -O3 cannot see that the store fills what is read, and warns on SCALAR)
+    HWY_ALIGN std::int32_t t0[kMax] = {}, t1[kMax] = {}, t2[kMax] = {};
+    HWY_ALIGN float tf[kMax] = {};
     std::int32_t* const t[3] = {t0, t1, t2};
     const std::size_t rem = a.count - i;
     const std::int32_t* first = a.broadcast ? words : words + kWords * i;
