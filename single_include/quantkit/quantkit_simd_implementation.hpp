@@ -3518,20 +3518,23 @@ HWY_INLINE std::size_t SgemmLanes(D d) {
 #endif
 }
 
-// One kRows x 2N tile over all of K: ap holds K steps of kSgemmMR values (the first kRows
-// used), bp K steps of 2N. Named accumulators, not an array (GCC 12 keeps arrays of vectors in
-// memory).
+// One kRows x 2N tile over K steps: ap holds K steps of kSgemmMR values (the first kRows
+// used), bp K steps of 2N values, b_step apart (2N: a packed panel; a row of B read in place).
+// kAccumulate: the sums start from C's values (the partial sums of the k before), else from +0.
+// Named accumulators, not an array (GCC 12 keeps arrays of vectors in memory).
 #define QUANTKIT_SGEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <std::size_t kRows, class D>
-HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
-                          float* HWY_RESTRICT c, std::size_t ldc) {
+template <std::size_t kRows, bool kAccumulate, class D>
+HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::ptrdiff_t b_step,
+                          std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
   static_assert(kSgemmMR <= 8, "QUANTKIT_SGEMM_ROWS lists 8 rows");
   using V = hn::Vec<D>;
   const std::size_t N = hn::Lanes(d);
-#define QUANTKIT_SGEMM_DECLARE(r) [[maybe_unused]] V c##r##0 = hn::Zero(d), c##r##1 = hn::Zero(d);
+#define QUANTKIT_SGEMM_DECLARE(r)                                                             \
+  [[maybe_unused]] V c##r##0 = kAccumulate && (r) < kRows ? hn::LoadU(d, c + (r) * ldc) : hn::Zero(d); \
+  [[maybe_unused]] V c##r##1 = kAccumulate && (r) < kRows ? hn::LoadU(d, c + (r) * ldc + N) : hn::Zero(d);
   QUANTKIT_SGEMM_ROWS(QUANTKIT_SGEMM_DECLARE)
 #undef QUANTKIT_SGEMM_DECLARE
-  for (std::size_t k = 0; k < K; ++k, ap += kSgemmMR, bp += 2 * N) {
+  for (std::size_t k = 0; k < K; ++k, ap += kSgemmMR, bp += b_step) {
     const V b0 = hn::LoadU(d, bp);
     const V b1 = hn::LoadU(d, bp + N);
 #define QUANTKIT_SGEMM_STEP(r)                                  \
@@ -3553,19 +3556,21 @@ HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RE
 }
 #if QUANTKIT_SGEMM_GNU_VECTORS
 // The same tile in 4-lane vector extensions (see QUANTKIT_SGEMM_GNU_VECTORS).
-template <std::size_t kRows, class D>
-HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
-                             float* HWY_RESTRICT c, std::size_t ldc) {
+template <std::size_t kRows, bool kAccumulate, class D>
+HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::ptrdiff_t b_step,
+                             std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
   using V = SgemmGnuVec;
   const auto load = [](const float* p) {
     V v;
     std::memcpy(&v, p, sizeof v);
     return v;
   };
-#define QUANTKIT_SGEMM_DECLARE(r) [[maybe_unused]] V c##r##0 = V{}, c##r##1 = V{};
+#define QUANTKIT_SGEMM_DECLARE(r)                                                 \
+  [[maybe_unused]] V c##r##0 = kAccumulate && (r) < kRows ? load(c + (r) * ldc) : V{}; \
+  [[maybe_unused]] V c##r##1 = kAccumulate && (r) < kRows ? load(c + (r) * ldc + 4) : V{};
   QUANTKIT_SGEMM_ROWS(QUANTKIT_SGEMM_DECLARE)
 #undef QUANTKIT_SGEMM_DECLARE
-  for (std::size_t k = 0; k < K; ++k, ap += kSgemmMR, bp += 8) {
+  for (std::size_t k = 0; k < K; ++k, ap += kSgemmMR, bp += b_step) {
     const V b0 = load(bp);
     const V b1 = load(bp + 4);
 #define QUANTKIT_SGEMM_STEP(r)                          \
@@ -3589,32 +3594,33 @@ HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_R
 #endif
 #undef QUANTKIT_SGEMM_ROWS
 
-template <std::size_t kRows, class D>
-HWY_INLINE void SgemmTileAny(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::size_t K,
-                             float* HWY_RESTRICT c, std::size_t ldc) {
+template <std::size_t kRows, bool kAccumulate = false, class D>
+HWY_INLINE void SgemmTileAny(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::ptrdiff_t b_step,
+                             std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
   static_assert(kRows >= 1 && kRows <= kSgemmMR, "a tile has 1 .. kSgemmMR rows");
 #if QUANTKIT_SGEMM_GNU_VECTORS
-  SgemmTileGnu<kRows>(d, ap, bp, K, c, ldc);
+  SgemmTileGnu<kRows, kAccumulate>(d, ap, bp, b_step, K, c, ldc);
 #else
-  SgemmTile<kRows>(d, ap, bp, K, c, ldc);
+  SgemmTile<kRows, kAccumulate>(d, ap, bp, b_step, K, c, ldc);
 #endif
 }
 
 // The last rows of A (fewer than kSgemmMR): a tile of just those rows (a 1-row product, e.g. a
 // depthwise convolution's, costs one row's work, not kSgemmMR rows').
-template <class D>
+template <bool kAccumulate = false, class D>
 HWY_NOINLINE void SgemmTileRows(D d, std::size_t rows, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp,
-                                std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
+                                std::ptrdiff_t b_step, std::size_t K, float* HWY_RESTRICT c, std::size_t ldc) {
   constexpr std::size_t M = kSgemmMR;
+  constexpr bool kA = kAccumulate;
   switch (rows) {
-    case 1: return SgemmTileAny<1>(d, ap, bp, K, c, ldc);
-    case 2: return SgemmTileAny<(2 < M ? 2 : M)>(d, ap, bp, K, c, ldc);
-    case 3: return SgemmTileAny<(3 < M ? 3 : M)>(d, ap, bp, K, c, ldc);
-    case 4: return SgemmTileAny<(4 < M ? 4 : M)>(d, ap, bp, K, c, ldc);
-    case 5: return SgemmTileAny<(5 < M ? 5 : M)>(d, ap, bp, K, c, ldc);
-    case 6: return SgemmTileAny<(6 < M ? 6 : M)>(d, ap, bp, K, c, ldc);
-    case 7: return SgemmTileAny<(7 < M ? 7 : M)>(d, ap, bp, K, c, ldc);
-    default: return SgemmTileAny<M>(d, ap, bp, K, c, ldc);
+    case 1: return SgemmTileAny<1, kA>(d, ap, bp, b_step, K, c, ldc);
+    case 2: return SgemmTileAny<(2 < M ? 2 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    case 3: return SgemmTileAny<(3 < M ? 3 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    case 4: return SgemmTileAny<(4 < M ? 4 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    case 5: return SgemmTileAny<(5 < M ? 5 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    case 6: return SgemmTileAny<(6 < M ? 6 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    case 7: return SgemmTileAny<(7 < M ? 7 : M), kA>(d, ap, bp, b_step, K, c, ldc);
+    default: return SgemmTileAny<M, kA>(d, ap, bp, b_step, K, c, ldc);
   }
 }
 
@@ -3636,7 +3642,8 @@ void SgemmPackA(const GemmF32Args& g, std::size_t i0, std::size_t rows, float* H
   }
 }
 
-// Columns j0 .. j0 + cols - 1 of B (cols <= nr) as bp[k * nr + col]; zeros right of them.
+// Columns j0 .. j0 + cols - 1 of B (cols <= nr), values kb .. ke - 1 of k, as
+// bp[(k - kb) * nr + col]; zeros right of them.
 // Packing is most of a product with few rows of A (a batch-1 layer), so columns of B (b_row == 1:
 // trans_b, as ONNX Gemm's weights usually are) go in 4 x 4 blocks transposed in registers, in
 // chunks of kSgemmPackKChunk values of k so that the panel rows being written stay in L1 while
@@ -3645,15 +3652,15 @@ void SgemmPackA(const GemmF32Args& g, std::size_t i0, std::size_t rows, float* H
 constexpr std::size_t kSgemmPackKChunk = 64;
 
 template <int kUnused = 0>
-void SgemmPackB(const GemmF32Args& g, std::size_t j0, std::size_t cols, std::size_t nr, float* HWY_RESTRICT bp) {
-  const std::size_t K = g.k;
+void SgemmPackB(const GemmF32Args& g, std::size_t j0, std::size_t cols, std::size_t nr, float* HWY_RESTRICT bp,
+                std::size_t kb, std::size_t ke) {
 #if HWY_TARGET != HWY_SCALAR
   if (g.b_row == 1 && g.b_col != 1) {
     const hn::FixedTag<float, 4> d4;
     const hn::Repartition<std::uint64_t, decltype(d4)> d64;
-    const std::size_t cols4 = cols & ~std::size_t{3}, K4 = K & ~std::size_t{3};
+    const std::size_t cols4 = cols & ~std::size_t{3}, K4 = kb + ((ke - kb) & ~std::size_t{3});
     const std::ptrdiff_t sc = g.b_col;
-    for (std::size_t k0 = 0; k0 < K4; k0 += kSgemmPackKChunk) {
+    for (std::size_t k0 = kb; k0 < K4; k0 += kSgemmPackKChunk) {
       const std::size_t k1 = std::min(K4, k0 + kSgemmPackKChunk);
       for (std::size_t col = 0; col < cols4; col += 4) {
         const float* s0 = g.b + static_cast<std::ptrdiff_t>(j0 + col) * sc;
@@ -3666,40 +3673,144 @@ void SgemmPackB(const GemmF32Args& g, std::size_t j0, std::size_t cols, std::siz
           const auto t1 = hn::BitCast(d64, hn::InterleaveUpper(d4, r0, r1));
           const auto t2 = hn::BitCast(d64, hn::InterleaveLower(d4, r2, r3));
           const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(d4, r2, r3));
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t0, t2)), d4, out + k * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t0, t2)), d4, out + (k + 1) * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t1, t3)), d4, out + (k + 2) * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t1, t3)), d4, out + (k + 3) * nr);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t0, t2)), d4, out + (k - kb) * nr);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t0, t2)), d4, out + (k - kb + 1) * nr);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t1, t3)), d4, out + (k - kb + 2) * nr);
+          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t1, t3)), d4, out + (k - kb + 3) * nr);
         }
       }
     }
     // the last k (K4 ..) of those columns, the last columns (cols4 ..), zeros past cols
     for (std::size_t col = 0; col < nr; ++col) {
       if (col >= cols) {
-        for (std::size_t k = 0; k < K; ++k) bp[k * nr + col] = 0.0f;
+        for (std::size_t k = kb; k < ke; ++k) bp[(k - kb) * nr + col] = 0.0f;
         continue;
       }
       const float* src = g.b + static_cast<std::ptrdiff_t>(j0 + col) * sc;
-      for (std::size_t k = col < cols4 ? K4 : 0; k < K; ++k) bp[k * nr + col] = src[k];
+      for (std::size_t k = col < cols4 ? K4 : kb; k < ke; ++k) bp[(k - kb) * nr + col] = src[k];
     }
     return;
   }
 #endif
   if (g.b_col == 1) {
-    for (std::size_t k = 0; k < K; ++k) {
+    for (std::size_t k = kb; k < ke; ++k) {
       const float* src = g.b + static_cast<std::ptrdiff_t>(k) * g.b_row + static_cast<std::ptrdiff_t>(j0);
-      std::memcpy(bp + k * nr, src, cols * sizeof(float));
-      std::fill(bp + k * nr + cols, bp + (k + 1) * nr, 0.0f);
+      float* out = bp + (k - kb) * nr;
+      std::memcpy(out, src, cols * sizeof(float));
+      std::fill(out + cols, out + nr, 0.0f);
     }
   } else {
     for (std::size_t col = 0; col < nr; ++col) {
       if (col >= cols) {
-        for (std::size_t k = 0; k < K; ++k) bp[k * nr + col] = 0.0f;
+        for (std::size_t k = kb; k < ke; ++k) bp[(k - kb) * nr + col] = 0.0f;
         continue;
       }
       const float* src = g.b + static_cast<std::ptrdiff_t>(j0 + col) * g.b_col;
-      for (std::size_t k = 0; k < K; ++k) bp[k * nr + col] = src[static_cast<std::ptrdiff_t>(k) * g.b_row];
+      for (std::size_t k = kb; k < ke; ++k) bp[(k - kb) * nr + col] = src[static_cast<std::ptrdiff_t>(k) * g.b_row];
     }
+  }
+}
+
+#if !QUANTKIT_SGEMM_GNU_VECTORS && HWY_TARGET != HWY_SCALAR
+// kU values of k (k .. k + kU - 1) of the streamed product (SgemmStreamRows) for C's columns
+// j0 .. j1 - 1 (whole vectors), every row: B's kU rows loaded once per vector, each row of C
+// loaded (kFirst: +0 instead), given its kU products in order, and stored.
+template <std::size_t kU, bool kFirst, class D>
+HWY_INLINE void SgemmStreamStep(D d, const GemmF32Args& g, const float* HWY_RESTRICT ap, std::size_t k,
+                                std::size_t j0, std::size_t j1) {
+  using V = hn::Vec<D>;
+  const std::size_t NL = hn::Lanes(d);
+  const float* HWY_RESTRICT b = g.b + static_cast<std::ptrdiff_t>(k) * g.b_row;
+  const std::ptrdiff_t sb = g.b_row;
+  const float* HWY_RESTRICT a = ap + k * kSgemmMR;
+  for (std::size_t j = j0; j < j1; j += NL) {
+    const V b0 = hn::LoadU(d, b + j);
+    [[maybe_unused]] const V b1 = kU > 1 ? hn::LoadU(d, b + sb + j) : b0;
+    [[maybe_unused]] const V b2 = kU > 2 ? hn::LoadU(d, b + 2 * sb + j) : b0;
+    [[maybe_unused]] const V b3 = kU > 3 ? hn::LoadU(d, b + 3 * sb + j) : b0;
+    for (std::size_t r = 0; r < g.m; ++r) {
+      float* HWY_RESTRICT cr = g.c + r * g.ldc + j;
+      V c = kFirst ? hn::Zero(d) : hn::LoadU(d, cr);
+      c = hn::Add(c, SgemmRounded(hn::Mul(hn::Set(d, a[r]), b0)));
+      if constexpr (kU > 1) c = hn::Add(c, SgemmRounded(hn::Mul(hn::Set(d, a[kSgemmMR + r]), b1)));
+      if constexpr (kU > 2) c = hn::Add(c, SgemmRounded(hn::Mul(hn::Set(d, a[2 * kSgemmMR + r]), b2)));
+      if constexpr (kU > 3) c = hn::Add(c, SgemmRounded(hn::Mul(hn::Set(d, a[3 * kSgemmMR + r]), b3)));
+      hn::StoreU(c, d, cr);
+    }
+  }
+}
+
+// B as is with at most kSgemmMR rows of A (a batch-1 layer): B streamed in its own order, four
+// rows of B at a time, each row of C's block (kSgemmStreamBytes in all, in L1) loaded, given
+// four products in k order and stored. Every value of B is used once here, so a packed copy
+// was most of the work, and a tile reading B in place walks down its columns (one row of B per
+// step, a new line each: 1 x 1024 x 1024 on Zen 5, 290-330 us against 240-270 packed).
+// Columns 0 .. cols - 1 (whole vectors); the sums are the tile's: +0, then each product in order.
+constexpr std::size_t kSgemmStreamBytes = std::size_t{16} << 10;
+
+template <int kUnused = 0>
+void SgemmStreamRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, std::size_t cols) {
+  const hn::ScalableTag<float> d;
+  const std::size_t NL = hn::Lanes(d), K = g.k;
+  const std::size_t block = std::max(NL, kSgemmStreamBytes / sizeof(float) / g.m / NL * NL);
+  for (std::size_t j0 = 0; j0 < cols; j0 += block) {
+    const std::size_t j1 = std::min(cols, j0 + block);
+    std::size_t k = K >= 4 ? 4 : 1;
+    if (K >= 4)
+      SgemmStreamStep<4, true>(d, g, ap, 0, j0, j1);
+    else
+      SgemmStreamStep<1, true>(d, g, ap, 0, j0, j1);
+    for (; k + 4 <= K; k += 4) SgemmStreamStep<4, false>(d, g, ap, k, j0, j1);
+    for (; k < K; ++k) SgemmStreamStep<1, false>(d, g, ap, k, j0, j1);
+  }
+}
+#endif
+
+// Products of at most kSgemmMR rows (a batch-1 layer), B stored as is (b_col == 1) or
+// transposed (b_row == 1): with one tile of rows every value of B is used once, so packing B
+// (a copy to L2 and back) was most of the work. B as is: streamed (SgemmStreamRows; on the
+// 4-lane targets read in place by the tile), its last columns short of a vector (a panel) packed
+// as before. Transposed: each panel is packed kc values of k at a time into an L1 buffer (bp),
+// the tile's sums kept in C between chunks: stored and reloaded floats, so every sum is the
+// same. ap: the rows of A packed (SgemmPackA).
+constexpr std::size_t kSgemmFewRowsChunkBytes = std::size_t{16} << 10;
+
+template <int kUnused = 0>
+void GemmF32FewRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, float* HWY_RESTRICT bp, float* HWY_RESTRICT tile) {
+  const std::size_t M = g.m, N = g.n, K = g.k;
+  const hn::ScalableTag<float> d;
+  const std::size_t nr = 2 * SgemmLanes(d);
+  if (g.b_col == 1) {
+#if !QUANTKIT_SGEMM_GNU_VECTORS && HWY_TARGET != HWY_SCALAR
+    const std::size_t full = N / hn::Lanes(d) * hn::Lanes(d);
+    SgemmStreamRows(g, ap, full);
+#else
+    const std::size_t full = N / nr * nr;
+    for (std::size_t j = 0; j < full; j += nr) SgemmTileRows(d, M, ap, g.b + j, g.b_row, K, g.c + j, g.ldc);
+#endif
+    if (full < N) {
+      const std::size_t cols = N - full;
+      SgemmPackB(g, full, cols, nr, bp, 0, K);
+      SgemmTileRows(d, M, ap, bp, static_cast<std::ptrdiff_t>(nr), K, tile, nr);
+      for (std::size_t r = 0; r < M; ++r) std::memcpy(g.c + r * g.ldc + full, tile + r * nr, cols * sizeof(float));
+    }
+    return;
+  }
+  const std::size_t kc = std::max(std::size_t{4}, (kSgemmFewRowsChunkBytes / sizeof(float) / nr) & ~std::size_t{3});
+  for (std::size_t j = 0; j < N; j += nr) {
+    const std::size_t cols = std::min(nr, N - j);
+    float* c = cols == nr ? g.c + j : tile;  // a partial panel's sums in the local tile
+    const std::size_t ldc = cols == nr ? g.ldc : nr;
+    for (std::size_t k0 = 0; k0 < K; k0 += kc) {
+      const std::size_t k1 = std::min(K, k0 + kc);
+      SgemmPackB(g, j, cols, nr, bp, k0, k1);
+      if (k0 == 0)
+        SgemmTileRows<false>(d, M, ap, bp, static_cast<std::ptrdiff_t>(nr), k1, c, ldc);
+      else
+        SgemmTileRows<true>(d, M, ap + k0 * kSgemmMR, bp, static_cast<std::ptrdiff_t>(nr), k1 - k0, c, ldc);
+    }
+    if (cols < nr)
+      for (std::size_t r = 0; r < M; ++r) std::memcpy(g.c + r * g.ldc + j, tile + r * nr, cols * sizeof(float));
   }
 }
 
@@ -3720,9 +3831,16 @@ void GemmF32(const GemmF32Args& g) {
   thread_local std::vector<float> abuf, bbuf;
   const std::size_t a_blocks_max = (std::min(mc, M) + MR - 1) / MR;
   if (abuf.size() < a_blocks_max * MR * K) abuf.resize(a_blocks_max * MR * K);
+  HWY_ALIGN float tile[kSgemmMR * 2 * (HWY_LANES(float) > 4 ? HWY_LANES(float) : 4)];
+  if (M <= MR && (g.b_col == 1 || g.b_row == 1)) {
+    // one partial panel (B as is) or one chunk of a panel (transposed)
+    const std::size_t b_need = g.b_col == 1 ? nr * K : kSgemmFewRowsChunkBytes / sizeof(float) + 4 * nr;
+    if (bbuf.size() < b_need) bbuf.resize(b_need);
+    SgemmPackA(g, 0, M, abuf.data());
+    return GemmF32FewRows(g, abuf.data(), bbuf.data(), tile);
+  }
   const std::size_t b_panels_max = (std::min(nc, N) + nr - 1) / nr;
   if (bbuf.size() < b_panels_max * nr * K) bbuf.resize(b_panels_max * nr * K);
-  HWY_ALIGN float tile[kSgemmMR * 2 * (HWY_LANES(float) > 4 ? HWY_LANES(float) : 4)];
   for (std::size_t ic = 0; ic < M; ic += mc) {
     const std::size_t mcur = std::min(mc, M - ic);
     const std::size_t blocks = (mcur + MR - 1) / MR;
@@ -3732,7 +3850,7 @@ void GemmF32(const GemmF32Args& g) {
       const std::size_t ncur = std::min(nc, N - jc);
       const std::size_t panels = (ncur + nr - 1) / nr;
       for (std::size_t p = 0; p < panels; ++p)
-        SgemmPackB(g, jc + p * nr, std::min(nr, ncur - p * nr), nr, bbuf.data() + p * nr * K);
+        SgemmPackB(g, jc + p * nr, std::min(nr, ncur - p * nr), nr, bbuf.data() + p * nr * K, 0, K);
       for (std::size_t blk = 0; blk < blocks; ++blk) {
         const std::size_t i = ic + blk * MR;
         const std::size_t mr = std::min(MR, M - i);
@@ -3743,11 +3861,11 @@ void GemmF32(const GemmF32Args& g) {
           const float* bp = bbuf.data() + p * nr * K;
           float* c = g.c + i * g.ldc + j;
           if (mr == MR && cols == nr) {
-            SgemmTileAny<kSgemmMR>(d, ap, bp, K, c, g.ldc);
+            SgemmTileAny<kSgemmMR>(d, ap, bp, static_cast<std::ptrdiff_t>(nr), K, c, g.ldc);
           } else if (cols == nr) {
-            SgemmTileRows(d, mr, ap, bp, K, c, g.ldc);
+            SgemmTileRows(d, mr, ap, bp, static_cast<std::ptrdiff_t>(nr), K, c, g.ldc);
           } else {  // past the last column: through the local tile, only C's part written
-            SgemmTileRows(d, mr, ap, bp, K, tile, nr);
+            SgemmTileRows(d, mr, ap, bp, static_cast<std::ptrdiff_t>(nr), K, tile, nr);
             for (std::size_t r = 0; r < mr; ++r) std::memcpy(c + r * g.ldc, tile + r * nr, cols * sizeof(float));
           }
         }

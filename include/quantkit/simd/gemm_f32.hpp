@@ -10,7 +10,9 @@
 //   simd::gemm_f32(M, N, K, a, lda, /*trans_a=*/false, b, ldb, /*trans_b=*/true, c, ldc);
 //
 // The kernels are those of `kernels` when given (e.g. simd::kernels_for(HWY_AVX2)), else
-// simd::active_kernels(). One thread; B is packed on every call (weights are not cached).
+// simd::active_kernels(). One thread; B is packed on every call (weights are not cached),
+// except with at most one tile of rows (8 on AVX-512, 6 elsewhere: a batch-1 layer), where B
+// as is is streamed in place and a transposed B packed a few KiB at a time.
 #pragma once
 
 #include <cstddef>
