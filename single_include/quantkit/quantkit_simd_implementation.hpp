@@ -3768,9 +3768,9 @@ void SgemmStreamRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, std::si
 
 // Products of at most kSgemmMR rows (a batch-1 layer), B stored as is (b_col == 1) or
 // transposed (b_row == 1): with one tile of rows every value of B is used once, so packing B
-// (a copy to L2 and back) was most of the work. B as is: streamed (SgemmStreamRows; on the
-// 4-lane targets read in place by the tile), its last columns short of a vector (a panel) packed
-// as before. Transposed: each panel is packed kc values of k at a time into an L1 buffer (bp),
+// (a copy to L2 and back) was most of the work. B as is: streamed (SgemmStreamRows; on SCALAR
+// and EMU128 read in place by the tile), its last columns short of a vector (of a panel there)
+// packed as before. Transposed: each panel is packed kc values of k at a time into an L1 buffer (bp),
 // the tile's sums kept in C between chunks: stored and reloaded floats, so every sum is the
 // same. ap: the rows of A packed (SgemmPackA).
 constexpr std::size_t kSgemmFewRowsChunkBytes = std::size_t{16} << 10;
