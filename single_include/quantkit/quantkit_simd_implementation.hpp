@@ -3766,13 +3766,160 @@ void SgemmStreamRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, std::si
 }
 #endif
 
+// A transposed B (b_row == 1) with at most kSgemmMR rows of A, x86 vector targets: NL rows of
+// the stored B (NL columns of C) by NL values of k loaded as NL vectors and transposed in
+// registers, so that vector q holds B[k0 + q][j .. j + NL - 1]; each is multiplied by row r's
+// broadcast A[r][k0 + q] and added to C's NL columns of row r in k order: the tile's sums (+0,
+// then each product in order) without storing B anywhere. 4 x 4 transposes within 128-bit
+// blocks, then (AVX2, AVX-512) the blocks of four row groups exchanged: 64 shuffles per 256
+// values with AVX-512, against the pack's 128 plus 16 stores and the tile's reloads.
+#undef QUANTKIT_SGEMM_REGISTER_TRANSPOSE
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_SSE4 || \
+    HWY_TARGET == HWY_SSSE3
+#define QUANTKIT_SGEMM_REGISTER_TRANSPOSE 1
+#define QUANTKIT_SGEMM_Q16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
+#define QUANTKIT_SGEMM_R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+// r0..r3 (rows of B, values k0 .. of k) -> t0..t3 with block b of t_m = the four rows' k0 + 4b + m.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void SgemmTranspose4(D d, V r0, V r1, V r2, V r3, V& t0, V& t1, V& t2, V& t3) {
+  const hn::Repartition<std::uint64_t, D> d64;
+  const auto a0 = hn::BitCast(d64, hn::InterleaveLower(d, r0, r1));  // r0[0] r1[0] r0[1] r1[1]
+  const auto a1 = hn::BitCast(d64, hn::InterleaveUpper(d, r0, r1));  // r0[2] r1[2] r0[3] r1[3]
+  const auto a2 = hn::BitCast(d64, hn::InterleaveLower(d, r2, r3));
+  const auto a3 = hn::BitCast(d64, hn::InterleaveUpper(d, r2, r3));
+  t0 = hn::BitCast(d, hn::InterleaveLower(d64, a0, a2));
+  t1 = hn::BitCast(d, hn::InterleaveUpper(d64, a0, a2));
+  t2 = hn::BitCast(d, hn::InterleaveLower(d64, a1, a3));
+  t3 = hn::BitCast(d, hn::InterleaveUpper(d64, a1, a3));
+}
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+// Blocks (a.x, a.y, b.z, b.w) for kImm = x | y << 2 | z << 4 | w << 6 (vshuff32x4).
+template <int kImm>
+HWY_INLINE hn::Vec512<float> SgemmBlocks(hn::Vec512<float> a, hn::Vec512<float> b) {
+  return hn::Vec512<float>{_mm512_shuffle_f32x4(a.raw, b.raw, kImm)};
+}
+#endif
+
+// Rows j .. j + NL - 1 of the stored B (bt: row j, sc apart) times kRows rows of A (ap, packed),
+// k in 0 .. KT - 1 (a multiple of NL), then k in KT .. K - 1 a value at a time; C's NL columns
+// j .. of rows 0 .. kRows - 1 assigned.
+template <std::size_t kRows, class D>
+HWY_INLINE void SgemmTransposedTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bt,
+                                    std::ptrdiff_t sc, std::size_t KT, std::size_t K, float* HWY_RESTRICT c,
+                                    std::size_t ldc) {
+  using V = hn::Vec<D>;
+  constexpr std::size_t NL = HWY_LANES(float);
+  static_assert(NL == 4 || NL == 8 || NL == 16, "128-bit blocks: 4, 8 or 16 lanes");
+  static_assert(kRows >= 1 && kRows <= 8, "QUANTKIT_SGEMM_R8 lists 8 rows");
+#define QUANTKIT_SGEMM_DECLARE(r) [[maybe_unused]] V c##r = hn::Zero(d);
+  QUANTKIT_SGEMM_R8(QUANTKIT_SGEMM_DECLARE)
+#undef QUANTKIT_SGEMM_DECLARE
+#define QUANTKIT_SGEMM_DECLARE(q) [[maybe_unused]] V u##q = hn::Zero(d);
+  QUANTKIT_SGEMM_Q16(QUANTKIT_SGEMM_DECLARE)
+#undef QUANTKIT_SGEMM_DECLARE
+  // u_q times A[r][k0 + q] (a[q * kSgemmMR + r]) added to C's row r, every row. The sum goes
+  // through the barrier too: else GCC computes all 16 x kRows products first and spills them
+  // (1 x 1024 x 1024, Zen 5: 125 against 101 us; 4 rows 240 against 155).
+#define QUANTKIT_SGEMM_ROW(r, q)                                                          \
+  if constexpr ((r) < kRows)                                                              \
+    c##r = SgemmRounded(hn::Add(c##r, SgemmRounded(hn::Mul(hn::Set(d, a[(q) * kSgemmMR + (r)]), u##q))));
+#define QUANTKIT_SGEMM_STEP(q)                                                                          \
+  if constexpr ((q) < NL) {                                                                             \
+    QUANTKIT_SGEMM_ROW(0, q) QUANTKIT_SGEMM_ROW(1, q) QUANTKIT_SGEMM_ROW(2, q) QUANTKIT_SGEMM_ROW(3, q) \
+    QUANTKIT_SGEMM_ROW(4, q) QUANTKIT_SGEMM_ROW(5, q) QUANTKIT_SGEMM_ROW(6, q) QUANTKIT_SGEMM_ROW(7, q) \
+  }
+  for (std::size_t k0 = 0; k0 < KT; k0 += NL) {
+    const float* HWY_RESTRICT s = bt + k0;
+    if constexpr (NL == 4) {
+      SgemmTranspose4(d, hn::LoadU(d, s), hn::LoadU(d, s + sc), hn::LoadU(d, s + 2 * sc), hn::LoadU(d, s + 3 * sc),
+                      u0, u1, u2, u3);
+    } else if constexpr (NL == 8) {
+      V t0 = hn::Zero(d), t1 = t0, t2 = t0, t3 = t0, v0 = t0, v1 = t0, v2 = t0, v3 = t0;  // (GCC -Wmaybe-uninitialized)
+      SgemmTranspose4(d, hn::LoadU(d, s), hn::LoadU(d, s + sc), hn::LoadU(d, s + 2 * sc), hn::LoadU(d, s + 3 * sc),
+                      t0, t1, t2, t3);
+      s += 4 * sc;
+      SgemmTranspose4(d, hn::LoadU(d, s), hn::LoadU(d, s + sc), hn::LoadU(d, s + 2 * sc), hn::LoadU(d, s + 3 * sc),
+                      v0, v1, v2, v3);
+      // k0 + m: the lower blocks of rows 0-3 and rows 4-7; k0 + 4 + m: the upper blocks
+      u0 = hn::ConcatLowerLower(d, v0, t0), u4 = hn::ConcatUpperUpper(d, v0, t0);
+      u1 = hn::ConcatLowerLower(d, v1, t1), u5 = hn::ConcatUpperUpper(d, v1, t1);
+      u2 = hn::ConcatLowerLower(d, v2, t2), u6 = hn::ConcatUpperUpper(d, v2, t2);
+      u3 = hn::ConcatLowerLower(d, v3, t3), u7 = hn::ConcatUpperUpper(d, v3, t3);
+    } else {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      V g00 = hn::Zero(d), g01 = g00, g02 = g00, g03 = g00, g10 = g00, g11 = g00, g12 = g00, g13 = g00;
+      V g20 = g00, g21 = g00, g22 = g00, g23 = g00, g30 = g00, g31 = g00, g32 = g00, g33 = g00;
+#define QUANTKIT_SGEMM_GROUP(G)                                                                     \
+  SgemmTranspose4(d, hn::LoadU(d, s + (4 * (G)) * sc), hn::LoadU(d, s + (4 * (G) + 1) * sc),           \
+                  hn::LoadU(d, s + (4 * (G) + 2) * sc), hn::LoadU(d, s + (4 * (G) + 3) * sc), g##G##0, \
+                  g##G##1, g##G##2, g##G##3);
+      QUANTKIT_SGEMM_GROUP(0) QUANTKIT_SGEMM_GROUP(1) QUANTKIT_SGEMM_GROUP(2) QUANTKIT_SGEMM_GROUP(3)
+#undef QUANTKIT_SGEMM_GROUP
+      // block b of group g's t_m (k0 + 4b + m) to block g of u_{4b + m}
+#define QUANTKIT_SGEMM_BLOCKS(m, b0, b1, b2, b3)                                        \
+  {                                                                                   \
+    const V x = SgemmBlocks<0x88>(g0##m, g1##m), y = SgemmBlocks<0xDD>(g0##m, g1##m); \
+    const V x2 = SgemmBlocks<0x88>(g2##m, g3##m), y2 = SgemmBlocks<0xDD>(g2##m, g3##m); \
+    b0 = SgemmBlocks<0x88>(x, x2);                                                    \
+    b2 = SgemmBlocks<0xDD>(x, x2);                                                    \
+    b1 = SgemmBlocks<0x88>(y, y2);                                                    \
+    b3 = SgemmBlocks<0xDD>(y, y2);                                                    \
+  }
+      QUANTKIT_SGEMM_BLOCKS(0, u0, u4, u8, u12) QUANTKIT_SGEMM_BLOCKS(1, u1, u5, u9, u13)
+      QUANTKIT_SGEMM_BLOCKS(2, u2, u6, u10, u14) QUANTKIT_SGEMM_BLOCKS(3, u3, u7, u11, u15)
+#undef QUANTKIT_SGEMM_BLOCKS
+#endif
+    }
+    const float* HWY_RESTRICT a = ap + k0 * kSgemmMR;
+    QUANTKIT_SGEMM_Q16(QUANTKIT_SGEMM_STEP)
+  }
+  for (std::size_t k = KT; k < K; ++k) {  // the last values of k: B's column gathered
+    HWY_ALIGN float col[NL];
+    for (std::size_t l = 0; l < NL; ++l) col[l] = bt[static_cast<std::ptrdiff_t>(l) * sc + static_cast<std::ptrdiff_t>(k)];
+    const float* HWY_RESTRICT a = ap + k * kSgemmMR;
+    u0 = hn::Load(d, col);
+    QUANTKIT_SGEMM_STEP(0)
+  }
+#undef QUANTKIT_SGEMM_STEP
+#undef QUANTKIT_SGEMM_ROW
+#define QUANTKIT_SGEMM_STORE(r) \
+  if constexpr ((r) < kRows) hn::StoreU(c##r, d, c + (r) * ldc);
+  QUANTKIT_SGEMM_R8(QUANTKIT_SGEMM_STORE)
+#undef QUANTKIT_SGEMM_STORE
+}
+#undef QUANTKIT_SGEMM_Q16
+#undef QUANTKIT_SGEMM_R8
+
+template <class D>
+HWY_NOINLINE void SgemmTransposedRows(D d, std::size_t rows, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bt,
+                                      std::ptrdiff_t sc, std::size_t KT, std::size_t K, float* HWY_RESTRICT c,
+                                      std::size_t ldc) {
+  constexpr std::size_t M = kSgemmMR;
+  switch (rows) {
+    case 1: return SgemmTransposedTile<1>(d, ap, bt, sc, KT, K, c, ldc);
+    case 2: return SgemmTransposedTile<(2 < M ? 2 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    case 3: return SgemmTransposedTile<(3 < M ? 3 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    case 4: return SgemmTransposedTile<(4 < M ? 4 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    case 5: return SgemmTransposedTile<(5 < M ? 5 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    case 6: return SgemmTransposedTile<(6 < M ? 6 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    case 7: return SgemmTransposedTile<(7 < M ? 7 : M)>(d, ap, bt, sc, KT, K, c, ldc);
+    default: return SgemmTransposedTile<M>(d, ap, bt, sc, KT, K, c, ldc);
+  }
+}
+#else
+#define QUANTKIT_SGEMM_REGISTER_TRANSPOSE 0
+#endif
+
 // Products of at most kSgemmMR rows (a batch-1 layer), B stored as is (b_col == 1) or
 // transposed (b_row == 1): with one tile of rows every value of B is used once, so packing B
 // (a copy to L2 and back) was most of the work. B as is: streamed (SgemmStreamRows; on SCALAR
 // and EMU128 read in place by the tile), its last columns short of a vector (of a panel there)
-// packed as before. Transposed: each panel is packed kc values of k at a time into an L1 buffer (bp),
-// the tile's sums kept in C between chunks: stored and reloaded floats, so every sum is the
-// same. ap: the rows of A packed (SgemmPackA).
+// packed as before. Transposed: on x86 vector targets, NL columns of C at a time transposed in
+// registers (SgemmTransposedRows); the last columns (and every column elsewhere) by panels packed
+// kc values of k at a time into an L1 buffer (bp), the tile's sums kept in C between chunks:
+// stored and reloaded floats, so every sum is the same. ap: the rows of A packed (SgemmPackA).
 constexpr std::size_t kSgemmFewRowsChunkBytes = std::size_t{16} << 10;
 
 template <int kUnused = 0>
@@ -3796,8 +3943,20 @@ void GemmF32FewRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, float* H
     }
     return;
   }
+  std::size_t j_start = 0;
+#if QUANTKIT_SGEMM_REGISTER_TRANSPOSE
+  // With 16 vector registers (below AVX-512) only up to 3 rows gain (1 x 1024 x 1024 on Zen 5:
+  // AVX2 and SSE4 8-16 % faster for 1-3 rows, the same for 4, 4-6 % slower for 6).
+  if (HWY_LANES(float) == 16 || M <= 3) {
+    constexpr std::size_t NL = HWY_LANES(float);
+    const std::size_t KT = K / NL * NL;
+    for (; j_start + NL <= N; j_start += NL)
+      SgemmTransposedRows(d, M, ap, g.b + static_cast<std::ptrdiff_t>(j_start) * g.b_col, g.b_col, KT, K,
+                          g.c + j_start, g.ldc);
+  }
+#endif
   const std::size_t kc = std::max(std::size_t{4}, (kSgemmFewRowsChunkBytes / sizeof(float) / nr) & ~std::size_t{3});
-  for (std::size_t j = 0; j < N; j += nr) {
+  for (std::size_t j = j_start; j < N; j += nr) {
     const std::size_t cols = std::min(nr, N - j);
     float* c = cols == nr ? g.c + j : tile;  // a partial panel's sums in the local tile
     const std::size_t ldc = cols == nr ? g.ldc : nr;
