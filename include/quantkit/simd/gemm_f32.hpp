@@ -12,8 +12,8 @@
 // The kernels are those of `kernels` when given (e.g. simd::kernels_for(HWY_AVX2)), else
 // simd::active_kernels(). One thread; B is packed on every call (weights are not cached),
 // except with at most one tile of rows (8 on AVX-512, 6 elsewhere: a batch-1 layer), where B
-// as is is streamed in place and a transposed B transposed in registers (x86 vector targets;
-// elsewhere packed a few KiB at a time).
+// as is is streamed in place and a transposed B transposed in registers (x86 vector targets:
+// up to 8 rows on AVX-512, 3 on AVX2/SSE4; otherwise packed a few KiB at a time).
 #pragma once
 
 #include <cstddef>
