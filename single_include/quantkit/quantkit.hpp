@@ -3980,6 +3980,22 @@ void SgemmPackA(const GemmF32Args& g, std::size_t i0, std::size_t rows, float* H
   }
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// r0..r3 (rows of B, values k0 .. of k) -> t0..t3 with block b of t_m = the four rows' k0 + 4b + m.
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE void SgemmTranspose4(D d, V r0, V r1, V r2, V r3, V& t0, V& t1, V& t2, V& t3) {
+  const hn::Repartition<std::uint64_t, D> d64;
+  const auto a0 = hn::BitCast(d64, hn::InterleaveLower(d, r0, r1));  // r0[0] r1[0] r0[1] r1[1]
+  const auto a1 = hn::BitCast(d64, hn::InterleaveUpper(d, r0, r1));  // r0[2] r1[2] r0[3] r1[3]
+  const auto a2 = hn::BitCast(d64, hn::InterleaveLower(d, r2, r3));
+  const auto a3 = hn::BitCast(d64, hn::InterleaveUpper(d, r2, r3));
+  t0 = hn::BitCast(d, hn::InterleaveLower(d64, a0, a2));
+  t1 = hn::BitCast(d, hn::InterleaveUpper(d64, a0, a2));
+  t2 = hn::BitCast(d, hn::InterleaveLower(d64, a1, a3));
+  t3 = hn::BitCast(d, hn::InterleaveUpper(d64, a1, a3));
+}
+#endif
+
 // Columns j0 .. j0 + cols - 1 of B (cols <= nr), values kb .. ke - 1 of k, as
 // bp[(k - kb) * nr + col]; zeros right of them.
 // Packing is most of a product with few rows of A (a batch-1 layer), so columns of B (b_row == 1:
@@ -3995,7 +4011,6 @@ void SgemmPackB(const GemmF32Args& g, std::size_t j0, std::size_t cols, std::siz
 #if HWY_TARGET != HWY_SCALAR
   if (g.b_row == 1 && g.b_col != 1) {
     const hn::FixedTag<float, 4> d4;
-    const hn::Repartition<std::uint64_t, decltype(d4)> d64;
     const std::size_t cols4 = cols & ~std::size_t{3}, K4 = kb + ((ke - kb) & ~std::size_t{3});
     const std::ptrdiff_t sc = g.b_col;
     for (std::size_t k0 = kb; k0 < K4; k0 += kSgemmPackKChunk) {
@@ -4006,15 +4021,12 @@ void SgemmPackB(const GemmF32Args& g, std::size_t j0, std::size_t cols, std::siz
         for (std::size_t k = k0; k < k1; k += 4) {
           const auto r0 = hn::LoadU(d4, s0 + k), r1 = hn::LoadU(d4, s0 + sc + k);
           const auto r2 = hn::LoadU(d4, s0 + 2 * sc + k), r3 = hn::LoadU(d4, s0 + 3 * sc + k);
-          // t0 = r0[0] r1[0] r0[1] r1[1], t1 = r0[2] r1[2] r0[3] r1[3]; t2, t3 the same of r2, r3
-          const auto t0 = hn::BitCast(d64, hn::InterleaveLower(d4, r0, r1));
-          const auto t1 = hn::BitCast(d64, hn::InterleaveUpper(d4, r0, r1));
-          const auto t2 = hn::BitCast(d64, hn::InterleaveLower(d4, r2, r3));
-          const auto t3 = hn::BitCast(d64, hn::InterleaveUpper(d4, r2, r3));
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t0, t2)), d4, out + (k - kb) * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t0, t2)), d4, out + (k - kb + 1) * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveLower(d64, t1, t3)), d4, out + (k - kb + 2) * nr);
-          hn::StoreU(hn::BitCast(d4, hn::InterleaveUpper(d64, t1, t3)), d4, out + (k - kb + 3) * nr);
+          auto t0 = r0, t1 = r0, t2 = r0, t3 = r0;
+          SgemmTranspose4(d4, r0, r1, r2, r3, t0, t1, t2, t3);
+          hn::StoreU(t0, d4, out + (k - kb) * nr);
+          hn::StoreU(t1, d4, out + (k - kb + 1) * nr);
+          hn::StoreU(t2, d4, out + (k - kb + 2) * nr);
+          hn::StoreU(t3, d4, out + (k - kb + 3) * nr);
         }
       }
     }
@@ -4117,20 +4129,6 @@ void SgemmStreamRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, std::si
 #define QUANTKIT_SGEMM_REGISTER_TRANSPOSE 1
 #define QUANTKIT_SGEMM_Q16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 #define QUANTKIT_SGEMM_R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-
-// r0..r3 (rows of B, values k0 .. of k) -> t0..t3 with block b of t_m = the four rows' k0 + 4b + m.
-template <class D, class V = hn::Vec<D>>
-HWY_INLINE void SgemmTranspose4(D d, V r0, V r1, V r2, V r3, V& t0, V& t1, V& t2, V& t3) {
-  const hn::Repartition<std::uint64_t, D> d64;
-  const auto a0 = hn::BitCast(d64, hn::InterleaveLower(d, r0, r1));  // r0[0] r1[0] r0[1] r1[1]
-  const auto a1 = hn::BitCast(d64, hn::InterleaveUpper(d, r0, r1));  // r0[2] r1[2] r0[3] r1[3]
-  const auto a2 = hn::BitCast(d64, hn::InterleaveLower(d, r2, r3));
-  const auto a3 = hn::BitCast(d64, hn::InterleaveUpper(d, r2, r3));
-  t0 = hn::BitCast(d, hn::InterleaveLower(d64, a0, a2));
-  t1 = hn::BitCast(d, hn::InterleaveUpper(d64, a0, a2));
-  t2 = hn::BitCast(d, hn::InterleaveLower(d64, a1, a3));
-  t3 = hn::BitCast(d, hn::InterleaveUpper(d64, a1, a3));
-}
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // Blocks (a.x, a.y, b.z, b.w) for kImm = x | y << 2 | z << 4 | w << 6 (vshuff32x4).
