@@ -747,6 +747,117 @@ TEST_CASE("Gemm, MatMul and Conv: the reference's sums, the same for a row at an
   }
 }
 
+TEST_CASE("Gemm with a constant transB weight: transposed once when the executor is built, the same sums") {
+  // prepare_gemm keeps B [N, K] as [K, N] (batch 1 streams it as is); outputs must be the
+  // reference's bit for bit, as with B fed at run time (then the fed value is used, not the
+  // prepared copy).
+  std::mt19937 rng(29);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const auto rnd = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = u(rng);
+    return v;
+  };
+  const std::int64_t K = 70, N = 33;
+  const std::vector<float> w = rnd(N * K), w2 = rnd(N * K), bias = rnd(N);
+  Graph g;
+  g.opset = 13;
+  g.inputs.push_back({"x", DType::float32, true, {-1, K}, {"batch", ""}});
+  g.outputs.push_back({"y", DType::float32, false, {}, {}});
+  g.initializers["W"] = f32({N, K}, w);
+  g.initializers["bias"] = f32({N}, bias);
+  g.nodes.push_back({"Gemm", "", "fc", {"x", "W", "bias"}, {"y"}, {{"transB", I(1)}, {"alpha", F(0.75f)}}, ""});
+  const qk::Executor<> ex(g);
+
+  // The registry's prepare for Gemm: B transposed, nothing for transB = 0 or a non-constant B.
+  const qk::OpRegistry::Entry* e = qk::builtin_ops().find_entry("", "Gemm");
+  REQUIRE(e);
+  REQUIRE(static_cast<bool>(e->prepare));
+  const Tensor& wt = g.initializers.at("W");
+  const std::vector<Tensor> p = e->prepare(g.nodes[0], {nullptr, &wt, nullptr});
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].shape() == Dims{K, N});
+  bool transposed = true;
+  for (std::int64_t k = 0; k < K; ++k)
+    for (std::int64_t j = 0; j < N; ++j) transposed = transposed && p[0].data<float>()[k * N + j] == w[j * K + k];
+  CHECK(transposed);
+  CHECK(e->prepare(g.nodes[0], {nullptr, nullptr, nullptr}).empty());
+  Node plain = g.nodes[0];
+  plain.attributes.erase("transB");
+  CHECK(e->prepare(plain, {nullptr, &wt, nullptr}).empty());
+
+  for (const std::int64_t M : {1, 2, 3, 8, 9, 40}) {
+    CAPTURE(M);
+    const std::vector<float> x = rnd(M * K);
+    const auto want = [&](const std::vector<float>& wv) {
+      std::vector<float> r(static_cast<std::size_t>(M * N));
+      quantkit::ref::gemm_f32(M, N, K, x.data(), K, 1, wv.data(), 1, K, r.data(), N);
+      for (std::int64_t i = 0; i < M * N; ++i) r[i] = r[i] * 0.75f + bias[i % N];
+      return r;
+    };
+    CHECK(ex.run({{"x", f32({M, K}, x)}}).at("y").to_vector<float>() == want(w));
+    // a fed weight replaces the stored one and its prepared copy
+    CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32({N, K}, w2)}}).at("y").to_vector<float>() == want(w2));
+    CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32({N, K}, w)}}).at("y").to_vector<float>() == want(w));
+  }
+  // Without the prepare step (a registry that drops it): the same outputs.
+  qk::OpRegistry lean = qk::make_builtin_registry();
+  lean.set_prepare("Gemm", nullptr);
+  const qk::Executor<> ex_lean(g, lean);
+  const std::vector<float> x = rnd(3 * K);
+  CHECK(ex_lean.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>() ==
+        ex.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>());
+  CHECK(contains(error_of([&] { lean.set_prepare("NoSuchOp", nullptr); }),
+                 "set_prepare: op 'NoSuchOp' is not registered; expected one of:"));
+}
+
+namespace {
+// A user op with a prepare step: the output says whether the prepared value reached the op.
+std::vector<Tensor> prepare_sum(const Node&, const std::vector<const Tensor*>& constants) {
+  if (constants.size() < 2 || !constants[1]) return {};
+  float s = 0.0f;
+  for (float v : constants[1]->to_vector<float>()) s += v;
+  if (s < 0.0f) throw qk::Error("negative sum " + std::to_string(s) + "; expected >= 0");
+  std::vector<Tensor> r;
+  r.push_back(f32({1}, {s}));
+  return r;
+}
+void op_add_sum(qk::OpContext& ctx) {  // x + sum(k), from the prepared sum when there is one
+  Tensor y = ctx.input(0, DType::float32);
+  float s = -1000.0f;  // marks "not prepared"
+  if (const std::vector<Tensor>* p = ctx.prepared()) s = p->front().data<float>()[0];
+  for (std::int64_t i = 0; i < y.size(); ++i) y.data<float>()[i] += s;
+  ctx.set_output(0, std::move(y));
+}
+}  // namespace
+
+TEST_CASE("Executor: an op's prepare runs once over its initializers; fed initializers bypass it") {
+  qk::OpRegistry r = qk::make_builtin_registry();
+  r.add("AddSum", op_add_sum, {}, {}, "com.example");
+  r.set_prepare("AddSum", prepare_sum, "com.example");
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, false, {}, {}});
+  g.outputs.push_back({"y", DType::float32, false, {}, {}});
+  g.initializers["k"] = f32({3}, {1.0f, 2.0f, 3.5f});
+  g.nodes.push_back({"AddSum", "com.example", "s", {"x", "k"}, {"y"}, {}, "m.onnx"});
+  const qk::Executor<> ex(g, r);
+  check_floats(ex.run({{"x", f32({2}, {0.0f, 1.0f})}}).at("y"), {2}, {6.5f, 7.5f});
+  check_floats(ex.run({{"x", f32({2}, {0.0f, 1.0f})}, {"k", f32({1}, {2.0f})}}).at("y"), {2}, {-1000.0f, -999.0f});
+  const qk::Executor<> copy = ex;
+  check_floats(copy.run({{"x", f32({1}, {0.5f})}}).at("y"), {1}, {7.0f});
+  // the input is a graph input, not an initializer: nothing to prepare
+  Graph fed = g;
+  fed.initializers.clear();
+  fed.inputs.push_back({"k", DType::float32, false, {}, {}});
+  const qk::Executor<> ex_fed(fed, r);
+  check_floats(ex_fed.run({{"x", f32({1}, {0.0f})}, {"k", f32({1}, {4.0f})}}).at("y"), {1}, {-1000.0f});
+  // an error in prepare names the node
+  g.initializers["k"] = f32({1}, {-2.0f});
+  const std::string err = error_of([&] { qk::Executor<> bad(g, r); });
+  CHECK(contains(err, "node 's' (op com.example::AddSum, file 'm.onnx'): negative sum"));
+  CHECK(contains(err, "negative sum -2"));
+}
+
 TEST_CASE("Softmax (opset 11 coerces to 2-D, opset 13 one axis), ReduceMean, BatchNormalization") {
   const float l3 = std::log(3.0f);
   check_floats(run1("Softmax", {f32({1, 2}, {0, l3})}), {1, 2}, {0.25f, 0.75f});

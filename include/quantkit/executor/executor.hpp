@@ -16,6 +16,9 @@
 // FloatMode is the float reference: no rewriting, the built-in registry (where the quantized
 // ONNX ops run exactly as their definitions say). Fake-quant and integer-only modes plug in
 // through the same three points; RunOptions::on_node observes values (calibration).
+// Ops may keep values derived from initializers, made once when the executor is built
+// (OpRegistry::set_prepare: float Gemm keeps a transB = 1 weight transposed back); a run that
+// feeds such an initializer computes from the fed value instead.
 #pragma once
 
 #include <algorithm>
@@ -102,6 +105,7 @@ class Executor {
     functions_.resize(graph_.nodes.size());
     for (std::size_t i = 0; i < graph_.nodes.size(); ++i) functions_[i] = registry_.get(graph_.nodes[i]);
     index_values();
+    prepare_nodes();
   }
 
  public:
@@ -150,6 +154,11 @@ class Executor {
         if (!in[k]) node.fail("input '", node.inputs[k], "' has no value (not fed and not produced)");
       }
       OpContext ctx(node, opset_of(node), in);
+      if (!prepared_[idx].empty()) {
+        bool valid = true;  // a fed initializer makes what was derived from it stale
+        for (std::size_t id : in_ids) valid = valid && (id == kNoValue || !is_initializer_[id] || !fed[id]);
+        if (valid) ctx.set_prepared(&prepared_[idx]);
+      }
       run_node(node, functions_[idx], ctx);
       for (std::size_t k = 0; k < node.outputs.size(); ++k) {
         if (node.outputs[k].empty()) continue;
@@ -213,10 +222,16 @@ class Executor {
   }
 
   static void run_node(const graph::Node& node, OpFunction fn, OpContext& ctx) {
+    naming_node(node, [&] { fn(ctx); });
+  }
+
+  // Runs f (the node's op or its prepare); errors raised below it (reference functions,
+  // tensors) get the node's name.
+  template <class F>
+  static void naming_node(const graph::Node& node, F&& f) {
     try {
-      fn(ctx);
+      f();
     } catch (const Error& e) {
-      // Errors raised below the op (reference functions, tensors) get the node's name.
       const std::string what = e.what();
       const std::string about = node.describe();
       if (what.find(about) != std::string::npos) throw;
@@ -305,6 +320,26 @@ class Executor {
     for (std::size_t v : initializer_ids_) is_initializer_[v] = 1;
   }
 
+  // Each node's registry `prepare` over its initializer inputs, once (errors name the node).
+  void prepare_nodes() {
+    prepared_.resize(graph_.nodes.size());
+    for (std::size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const graph::Node& node = graph_.nodes[i];
+      const OpRegistry::Entry* e = registry_.find_entry(node.domain, node.op_type);
+      if (!e || !e->prepare) continue;
+      std::vector<const Tensor*> constants(node.inputs.size(), nullptr);
+      bool any = false;
+      for (std::size_t k = 0; k < node.inputs.size(); ++k) {
+        auto it = node.inputs[k].empty() ? graph_.initializers.end() : graph_.initializers.find(node.inputs[k]);
+        if (it == graph_.initializers.end()) continue;
+        constants[k] = &it->second;
+        any = true;
+      }
+      if (!any) continue;
+      naming_node(node, [&] { prepared_[i] = e->prepare(node, constants); });
+    }
+  }
+
   static constexpr std::size_t kNoValue = static_cast<std::size_t>(-1);
 
   graph::Graph graph_;
@@ -312,6 +347,7 @@ class Executor {
   OpRegistry registry_;  // a copy: the executor never depends on the caller's registry's lifetime
   std::vector<std::size_t> order_;
   std::vector<OpFunction> functions_;
+  std::vector<std::vector<Tensor>> prepared_;         // per node: its op's prepare (often empty)
   std::unordered_map<std::string, std::size_t> ids_;  // value name -> index
   std::vector<std::string> names_;                    // index -> value name
   std::vector<std::size_t> initializer_ids_;          // in graph_.initializers' order

@@ -17,8 +17,9 @@
 namespace quantkit {
 
 // What an op implementation sees: its node, the model's opset, its inputs (nullptr for omitted
-// optional inputs) and the outputs it fills (one per node output; omitted outputs may be left
-// empty).
+// optional inputs), the values its registry entry's `prepare` derived from the node's constant
+// inputs (see OpRegistry::set_prepare) and the outputs it fills (one per node output; omitted
+// outputs may be left empty).
 class OpContext {
  public:
   using Tensor = graph::Tensor;
@@ -38,6 +39,11 @@ class OpContext {
     return *inputs_[i];
   }
   const Tensor* optional_input(std::size_t i) const { return has_input(i) ? inputs_[i] : nullptr; }
+  // What the op's `prepare` made from the node's initializers when the executor was built, or
+  // nullptr: no prepare, or this run feeds one of those initializers (then the inputs are the
+  // truth). An op must compute the same outputs with and without it.
+  const std::vector<Tensor>* prepared() const { return prepared_; }
+  void set_prepared(const std::vector<Tensor>* p) { prepared_ = p; }
   // The input, checked to have element type `t`.
   const Tensor& input(std::size_t i, graph::DType t) const {
     const Tensor& x = input(i);
@@ -64,10 +70,16 @@ class OpContext {
   const graph::Node& node_;
   std::int64_t opset_;
   std::vector<const Tensor*> inputs_;
+  const std::vector<Tensor>* prepared_ = nullptr;
   std::vector<Tensor> outputs_;
 };
 
 using OpFunction = void (*)(OpContext&);
+// Derives values from a node's constant inputs once, when an Executor is built (a weight in the
+// layout the op reads fastest): `constants[i]` is input i when it is an initializer, else
+// nullptr. Returns the values OpContext::prepared() hands the op (empty: nothing to keep).
+using PrepareFunction = std::vector<graph::Tensor> (*)(const graph::Node&,
+                                                       const std::vector<const graph::Tensor*>& constants);
 
 class OpRegistry {
  public:
@@ -76,6 +88,7 @@ class OpRegistry {
     std::vector<std::string> attributes;  // every attribute the implementation understands
     std::vector<std::size_t> shape_inputs; // inputs whose values (not only shapes) set the
                                            // output shape: Reshape's shape, Pad's pads, ...
+    PrepareFunction prepare = nullptr;     // optional (set_prepare)
   };
 
   // Registers op_type (default ONNX domain "" / "ai.onnx" unless `domain` is given) with the
@@ -83,7 +96,16 @@ class OpRegistry {
   // rejected, so an attribute from a newer opset is never silently ignored.
   void add(const std::string& op_type, OpFunction fn, std::vector<std::string> attributes = {},
            std::vector<std::size_t> shape_inputs = {}, const std::string& domain = {}) {
-    ops_[key(domain, op_type)] = Entry{fn, std::move(attributes), std::move(shape_inputs)};
+    ops_[key(domain, op_type)] = Entry{fn, std::move(attributes), std::move(shape_inputs), nullptr};
+  }
+  // Gives a registered op a prepare step (nullptr removes it: e.g. to keep no second copy of
+  // Gemm's transposed weights when memory matters more than batch-1 latency).
+  void set_prepare(const std::string& op_type, PrepareFunction prepare, const std::string& domain = {}) {
+    auto it = ops_.find(key(domain, op_type));
+    if (it == ops_.end())
+      throw Error("set_prepare: op '" + op_type + "'" + (domain.empty() ? "" : " in domain '" + domain + "'") +
+                  " is not registered; expected one of: " + list());
+    it->second.prepare = prepare;
   }
   const Entry* find_entry(const std::string& domain, const std::string& op_type) const {
     auto it = ops_.find(key(domain, op_type));
