@@ -2462,7 +2462,8 @@ HWY_INLINE std::size_t SgemmLanes(D d) {
 // One kRows x 2N tile over K steps: ap holds K steps of kSgemmMR values (the first kRows
 // used), bp K steps of 2N values, b_step apart (2N: a packed panel; a row of B read in place).
 // kAccumulate: the sums start from C's values (the partial sums of the k before), else from +0.
-// Named accumulators, not an array (GCC 12 keeps arrays of vectors in memory).
+// Named accumulators, not an array (GCC 12 keeps arrays of vectors in memory), listed by
+// QUANTKIT_SGEMM_ROWS (also SgemmTransposedTile's rows, below).
 #define QUANTKIT_SGEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 template <std::size_t kRows, bool kAccumulate, class D>
 HWY_INLINE void SgemmTile(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::ptrdiff_t b_step,
@@ -2533,7 +2534,6 @@ HWY_INLINE void SgemmTileGnu(D, const float* HWY_RESTRICT ap, const float* HWY_R
 #undef QUANTKIT_SGEMM_STORE
 }
 #endif
-#undef QUANTKIT_SGEMM_ROWS
 
 template <std::size_t kRows, bool kAccumulate = false, class D>
 HWY_INLINE void SgemmTileAny(D d, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bp, std::ptrdiff_t b_step,
@@ -2731,7 +2731,6 @@ void SgemmStreamRows(const GemmF32Args& g, const float* HWY_RESTRICT ap, std::si
     HWY_TARGET == HWY_SSSE3
 #define QUANTKIT_SGEMM_REGISTER_TRANSPOSE 1
 #define QUANTKIT_SGEMM_Q16(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
-#define QUANTKIT_SGEMM_R8(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
 // Blocks (a.x, a.y, b.z, b.w) for kImm = x | y << 2 | z << 4 | w << 6 (vshuff32x4).
@@ -2751,9 +2750,9 @@ HWY_INLINE void SgemmTransposedTile(D d, const float* HWY_RESTRICT ap, const flo
   using V = hn::Vec<D>;
   constexpr std::size_t NL = HWY_LANES(float);
   static_assert(NL == 4 || NL == 8 || NL == 16, "128-bit blocks: 4, 8 or 16 lanes");
-  static_assert(kRows >= 1 && kRows <= 8, "QUANTKIT_SGEMM_R8 lists 8 rows");
+  static_assert(kRows >= 1 && kRows <= 8, "QUANTKIT_SGEMM_ROWS lists 8 rows");
 #define QUANTKIT_SGEMM_DECLARE(r) [[maybe_unused]] V c##r = hn::Zero(d);
-  QUANTKIT_SGEMM_R8(QUANTKIT_SGEMM_DECLARE)
+  QUANTKIT_SGEMM_ROWS(QUANTKIT_SGEMM_DECLARE)
 #undef QUANTKIT_SGEMM_DECLARE
 #define QUANTKIT_SGEMM_DECLARE(q) [[maybe_unused]] V u##q = hn::Zero(d);
   QUANTKIT_SGEMM_Q16(QUANTKIT_SGEMM_DECLARE)
@@ -2825,11 +2824,10 @@ HWY_INLINE void SgemmTransposedTile(D d, const float* HWY_RESTRICT ap, const flo
 #undef QUANTKIT_SGEMM_ROW
 #define QUANTKIT_SGEMM_STORE(r) \
   if constexpr ((r) < kRows) hn::StoreU(c##r, d, c + (r) * ldc);
-  QUANTKIT_SGEMM_R8(QUANTKIT_SGEMM_STORE)
+  QUANTKIT_SGEMM_ROWS(QUANTKIT_SGEMM_STORE)
 #undef QUANTKIT_SGEMM_STORE
 }
 #undef QUANTKIT_SGEMM_Q16
-#undef QUANTKIT_SGEMM_R8
 
 template <class D>
 HWY_NOINLINE void SgemmTransposedRows(D d, std::size_t rows, const float* HWY_RESTRICT ap, const float* HWY_RESTRICT bt,
@@ -2850,6 +2848,7 @@ HWY_NOINLINE void SgemmTransposedRows(D d, std::size_t rows, const float* HWY_RE
 #else
 #define QUANTKIT_SGEMM_REGISTER_TRANSPOSE 0
 #endif
+#undef QUANTKIT_SGEMM_ROWS  // (the tiles above and the transposed tile)
 
 // Products of at most kSgemmMR rows (a batch-1 layer), B stored as is (b_col == 1) or
 // transposed (b_row == 1): with one tile of rows every value of B is used once, so packing B
