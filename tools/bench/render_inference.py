@@ -46,10 +46,12 @@ def main():
     for p in sys.argv[3:]:
         t.update(times(p)[0])
     models = sorted({n.split("/")[1] for n in t if n.startswith("inference/")})
+    batch = str(ctx.get('quantkit.batch', '256'))
+    batch_flag = "" if batch == "256" else f" --batch={batch}"
     lines = ["# Whole-model inference: quantkit vs ONNX Runtime", "",
-             f"Batch {ctx.get('quantkit.batch', '256')}, one thread. Host: {ctx.get('host_name', '?')}, "
+             f"Batch {batch}, one thread. Host: {ctx.get('host_name', '?')}, "
              f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; {ctx.get('date', '')}.",
-             "Produced by `tools/bench/run_all.sh --inference` (bench/bench_inference.cpp, "
+             f"Produced by `tools/bench/run_all.sh --inference{batch_flag}` (bench/bench_inference.cpp, "
              "tools/bench/ort_inference.mjs). Ratios > 1: quantkit's integer mode is faster (the last "
              "column: quantkit's float executor against ORT's float session).", "",
              "| model | quantkit int8 (ms) | quantkit float (ms) | ORT float (ms) | ORT QDQ (ms) | ORT QOperator (ms) "

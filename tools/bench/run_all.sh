@@ -7,13 +7,16 @@
 # With --observers, bench_observers and PyTorch's observers instead (1M and 16M-element
 # batches): bench_observers.json torch_observers.json observers.md.
 # With --inference, bench_inference (demo CNN, 3-layer MLP 1024 wide, int8 GEMM; batch 256)
-# and ONNX Runtime on the same model files: bench_inference.json ort_inference.json inference.md.
+# and ONNX Runtime on the same model files: bench_inference.json ort_inference.json inference.md;
+# with --batch=N as well, the whole models alone at batch N (N = 1: latency):
+# bench_inference_batchN.json ort_inference_batchN.json inference_batchN.md.
 #
-# usage: tools/bench/run_all.sh [--quick] [--no-peers] [--observers | --inference]
+# usage: tools/bench/run_all.sh [--quick] [--no-peers] [--observers | --inference [--batch=N]]
 #   --quick      3 sizes, short runs: checks the pipeline, not for publishing
 #   --no-peers   skip ONNX Runtime and PyTorch
 #   --observers  the observer benchmarks (bench/bench_observers.cpp) instead of the kernels'
 #   --inference  whole-model inference (bench/bench_inference.cpp) instead of the kernels'
+#   --batch=N    with --inference: the models at batch N, without the GEMM benches
 # Environment: QK_BENCH_RESULTS (output folder, default bench/results),
 #              QK_BENCH_BUILD (build folder, default build/bench).
 # Medians of 3 repetitions; one thread everywhere. The machine may be shared: run it when
@@ -34,6 +37,7 @@ repetitions=3
 peers=1
 observers=0
 inference=0
+batch=
 observer_sizes="1048576,16777216"
 for arg in "$@"; do
   case "$arg" in
@@ -43,10 +47,17 @@ for arg in "$@"; do
     --no-peers) peers=0 ;;
     --observers) observers=1 ;;
     --inference) inference=1 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --batch=*)
+      batch=${arg#--batch=}
+      [[ "$batch" =~ ^[1-9][0-9]*$ ]] || { echo "run_all.sh: --batch '$batch' is not a positive integer" >&2; exit 2; } ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "run_all.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
+if [ -n "$batch" ] && [ "$inference" = 0 ]; then
+  echo "run_all.sh: --batch=$batch needs --inference (the kernels and observers have no batch)" >&2
+  exit 2
+fi
 
 mkdir -p "$results" "$build"
 step() { printf '\n== %s\n' "$*" >&2; }
@@ -58,18 +69,24 @@ if [ "$inference" = 1 ]; then
     -DQUANTKIT_BUILD_TOOLS=OFF >"$build/configure.log"
   cmake --build "$build" --target bench_inference
   models="$build/inference_models"
-  step "bench_inference (models in $models)"
+  suffix= batch_args=() ort_args=()
+  if [ -n "$batch" ]; then
+    suffix=_batch$batch
+    batch_args=(--qk_batch="$batch" --benchmark_filter=inference/)
+    ort_args=(--filter=inference/)
+  fi
+  step "bench_inference (models in $models${batch:+, batch $batch})"
   "$build/bench/bench_inference" --qk_models="$models" --benchmark_min_time=$sweep_min_time \
-    --benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true \
-    --benchmark_out_format=json --benchmark_out="$results/bench_inference.json" >&2
+    --benchmark_repetitions=$repetitions --benchmark_report_aggregates_only=true "${batch_args[@]}" \
+    --benchmark_out_format=json --benchmark_out="$results/bench_inference$suffix.json" >&2
   ort_json=()
   if [ "$peers" = 1 ] && command -v node >/dev/null && [ -d "$root/tools/ort/node_modules/onnxruntime-node" ]; then
     step "ONNX Runtime on the same files"
-    node "$root/tools/bench/ort_inference.mjs" "$models/manifest.json" "$results/ort_inference.json" \
-      --min_time=$sweep_min_time --repetitions=$repetitions
-    ort_json=("$results/ort_inference.json")
+    node "$root/tools/bench/ort_inference.mjs" "$models/manifest.json" "$results/ort_inference$suffix.json" \
+      --min_time=$sweep_min_time --repetitions=$repetitions "${ort_args[@]}"
+    ort_json=("$results/ort_inference$suffix.json")
   fi
-  $python "$root/tools/bench/render_inference.py" "$results/inference.md" "$results/bench_inference.json" "${ort_json[@]}"
+  $python "$root/tools/bench/render_inference.py" "$results/inference$suffix.md" "$results/bench_inference$suffix.json" "${ort_json[@]}"
   exit 0
 fi
 
