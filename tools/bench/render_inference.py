@@ -47,7 +47,8 @@ def main():
         t.update(times(p)[0])
     models = sorted({n.split("/")[1] for n in t if n.startswith("inference/")})
     batch = str(ctx.get('quantkit.batch', '256'))
-    batch_flag = "" if batch == "256" else f" --batch={batch}"
+    # --batch=N runs the whole models alone (no GEMM benches), whatever N is
+    batch_flag = "" if any(n.startswith("gemm/") for n in t) else f" --batch={batch}"
     lines = ["# Whole-model inference: quantkit vs ONNX Runtime", "",
              f"Batch {batch}, one thread. Host: {ctx.get('host_name', '?')}, "
              f"{ctx.get('num_cpus', '?')} CPUs at {ctx.get('mhz_per_cpu', '?')} MHz; {ctx.get('date', '')}.",
