@@ -68,7 +68,8 @@ inline void op_matmul(OpContext& ctx) {
 // B as is there, where a transposed B is read NL rows at a time from L3 (the bench's 3-layer
 // MLP 1024 wide on Zen 5, batch 1: 352 -> 212 us on AVX-512, 237 -> 197 AVX2, 444 -> 347 SSE4;
 // 4 rows: AVX-512 / AVX2 6-8 % faster, SSE4 5 % slower). From 6 rows on the transposed B is
-// faster (its panels are packed from contiguous rows), so larger batches read B as given.
+// faster (streamed as is, 6-8 rows read B once per row tile) or as fast (packed: 9 rows and
+// more), so larger batches read B as given.
 // The products are the same either way: gemm_f32 sums in k order in every layout.
 constexpr std::int64_t kGemmPreparedRows = 4;
 
