@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include <hwy/targets.h>
 #include <quantkit/executor.hpp>
 #include <quantkit/ref/gemm_f32.hpp>
 #include <quantkit/ref/quantize.hpp>
@@ -747,10 +748,11 @@ TEST_CASE("Gemm, MatMul and Conv: the reference's sums, the same for a row at an
   }
 }
 
-TEST_CASE("Gemm with a constant transB weight: transposed once when the executor is built, the same sums") {
-  // prepare_gemm keeps B [N, K] as [K, N] (batch 1 streams it as is); outputs must be the
-  // reference's bit for bit, as with B fed at run time (then the fed value is used, not the
-  // prepared copy).
+TEST_CASE("Gemm with a constant weight: packed once when the executor is built, the same sums") {
+  // prepare_gemm packs B (either transB) in gemm_f32's panels; outputs must be the reference's
+  // bit for bit at every batch size, as with B fed at run time (then the fed value is used, not
+  // the packed copy), on kernels of another panel width than the packing's (B read as given),
+  // and without the prepare step.
   std::mt19937 rng(29);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const auto rnd = [&](std::size_t n) {
@@ -759,56 +761,67 @@ TEST_CASE("Gemm with a constant transB weight: transposed once when the executor
     return v;
   };
   const std::int64_t K = 70, N = 33;
-  const std::vector<float> w = rnd(N * K), w2 = rnd(N * K), bias = rnd(N);
-  Graph g;
-  g.opset = 13;
-  g.inputs.push_back({"x", DType::float32, true, {-1, K}, {"batch", ""}});
-  g.outputs.push_back({"y", DType::float32, false, {}, {}});
-  g.initializers["W"] = f32({N, K}, w);
-  g.initializers["bias"] = f32({N}, bias);
-  g.nodes.push_back({"Gemm", "", "fc", {"x", "W", "bias"}, {"y"}, {{"transB", I(1)}, {"alpha", F(0.75f)}}, ""});
-  const qk::Executor<> ex(g);
+  for (const bool tb : {true, false}) {
+    CAPTURE(tb);
+    const std::vector<float> w = rnd(N * K), w2 = rnd(N * K), bias = rnd(N);
+    const Dims wdims = tb ? Dims{N, K} : Dims{K, N};
+    const std::ptrdiff_t b_row = tb ? 1 : N, b_col = tb ? K : 1;  // element (k, j) of B
+    Graph g;
+    g.opset = 13;
+    g.inputs.push_back({"x", DType::float32, true, {-1, K}, {"batch", ""}});
+    g.outputs.push_back({"y", DType::float32, false, {}, {}});
+    g.initializers["W"] = f32(wdims, w);
+    g.initializers["bias"] = f32({N}, bias);
+    g.nodes.push_back({"Gemm", "", "fc", {"x", "W", "bias"}, {"y"}, {{"transB", I(tb ? 1 : 0)}, {"alpha", F(0.75f)}}, ""});
+    const qk::Executor<> ex(g);
 
-  // The registry's prepare for Gemm: B transposed, nothing for transB = 0 or a non-constant B.
-  const qk::OpRegistry::Entry* e = qk::builtin_ops().find_entry("", "Gemm");
-  REQUIRE(e);
-  REQUIRE(static_cast<bool>(e->prepare));
-  const Tensor& wt = g.initializers.at("W");
-  const std::vector<Tensor> p = e->prepare(g.nodes[0], {nullptr, &wt, nullptr});
-  REQUIRE(p.size() == 1);
-  CHECK(p[0].shape() == Dims{K, N});
-  bool transposed = true;
-  for (std::int64_t k = 0; k < K; ++k)
-    for (std::int64_t j = 0; j < N; ++j) transposed = transposed && p[0].data<float>()[k * N + j] == w[j * K + k];
-  CHECK(transposed);
-  CHECK(e->prepare(g.nodes[0], {nullptr, nullptr, nullptr}).empty());
-  Node plain = g.nodes[0];
-  plain.attributes.erase("transB");
-  CHECK(e->prepare(plain, {nullptr, &wt, nullptr}).empty());
+    // The registry's prepare for Gemm: B as simd::gemm_f32_pack_b packs it, [panels, K, width];
+    // nothing for a non-constant B.
+    const qk::OpRegistry::Entry* e = qk::builtin_ops().find_entry("", "Gemm");
+    REQUIRE(e);
+    REQUIRE(static_cast<bool>(e->prepare));
+    const Tensor& wt = g.initializers.at("W");
+    const std::vector<Tensor> p = e->prepare(g.nodes[0], {nullptr, &wt, nullptr});
+    REQUIRE(p.size() == 1);
+    const std::int64_t nr = static_cast<std::int64_t>(qk::simd::gemm_f32_panel_width());
+    CHECK(p[0].shape() == Dims{(N + nr - 1) / nr, K, nr});
+    std::vector<float> packed(qk::simd::gemm_f32_packed_size(K, N));
+    qk::simd::gemm_f32_pack_b(K, N, w.data(), static_cast<std::size_t>(tb ? K : N), tb, packed.data());
+    CHECK(p[0].to_vector<float>() == packed);
+    CHECK(p[0].data<float>()[5 * nr + 2] == w[static_cast<std::size_t>(5 * b_row + 2 * b_col)]);  // B[5][2]
+    CHECK(e->prepare(g.nodes[0], {nullptr, nullptr, nullptr}).empty());
 
-  for (const std::int64_t M : {1, 2, 3, 8, 9, 40}) {
-    CAPTURE(M);
-    const std::vector<float> x = rnd(M * K);
-    const auto want = [&](const std::vector<float>& wv) {
-      std::vector<float> r(static_cast<std::size_t>(M * N));
-      quantkit::ref::gemm_f32(M, N, K, x.data(), K, 1, wv.data(), 1, K, r.data(), N);
-      for (std::int64_t i = 0; i < M * N; ++i) r[i] = r[i] * 0.75f + bias[i % N];
-      return r;
-    };
-    CHECK(ex.run({{"x", f32({M, K}, x)}}).at("y").to_vector<float>() == want(w));
-    // a fed weight replaces the stored one and its prepared copy
-    CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32({N, K}, w2)}}).at("y").to_vector<float>() == want(w2));
-    CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32({N, K}, w)}}).at("y").to_vector<float>() == want(w));
+    for (const std::int64_t M : {1, 2, 3, 8, 9, 40}) {
+      CAPTURE(M);
+      const std::vector<float> x = rnd(M * K);
+      const auto want = [&](const std::vector<float>& wv) {
+        std::vector<float> r(static_cast<std::size_t>(M * N));
+        quantkit::ref::gemm_f32(M, N, K, x.data(), K, 1, wv.data(), b_row, b_col, r.data(), N);
+        for (std::int64_t i = 0; i < M * N; ++i) r[i] = r[i] * 0.75f + bias[i % N];
+        return r;
+      };
+      CHECK(ex.run({{"x", f32({M, K}, x)}}).at("y").to_vector<float>() == want(w));
+      // a fed weight replaces the stored one and its packed copy
+      CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32(wdims, w2)}}).at("y").to_vector<float>() == want(w2));
+      CHECK(ex.run({{"x", f32({M, K}, x)}, {"W", f32(wdims, w)}}).at("y").to_vector<float>() == want(w));
+      // every target's kernels, whatever width B was packed for
+      for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+        CAPTURE(k->name);
+        hwy::SetSupportedTargetsForTest(k->target);
+        CHECK(ex.run({{"x", f32({M, K}, x)}}).at("y").to_vector<float>() == want(w));
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
+    // Without the prepare step (a registry that drops it): the same outputs.
+    qk::OpRegistry lean = qk::make_builtin_registry();
+    lean.set_prepare("Gemm", nullptr);
+    const qk::Executor<> ex_lean(g, lean);
+    const std::vector<float> x = rnd(3 * K);
+    CHECK(ex_lean.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>() ==
+          ex.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>());
+    CHECK(contains(error_of([&] { lean.set_prepare("NoSuchOp", nullptr); }),
+                   "set_prepare: op 'NoSuchOp' is not registered; expected one of:"));
   }
-  // Without the prepare step (a registry that drops it): the same outputs.
-  qk::OpRegistry lean = qk::make_builtin_registry();
-  lean.set_prepare("Gemm", nullptr);
-  const qk::Executor<> ex_lean(g, lean);
-  const std::vector<float> x = rnd(3 * K);
-  CHECK(ex_lean.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>() ==
-        ex.run({{"x", f32({3, K}, x)}}).at("y").to_vector<float>());
-  CHECK(contains(error_of([&] { lean.set_prepare("NoSuchOp", nullptr); }),
-                 "set_prepare: op 'NoSuchOp' is not registered; expected one of:"));
 }
 
 namespace {

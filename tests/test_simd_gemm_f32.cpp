@@ -63,7 +63,8 @@ std::vector<float> values(std::size_t n, std::mt19937& rng, bool special) {
 
 // Runs one case on one target; returns the number of elements that differ from the reference
 // (reporting the first), C's padding included (it must keep its sentinel).
-std::size_t run_case(const qks::Kernels& k, const Case& cs, std::mt19937& rng, bool special) {
+// prepacked: B packed first (gemm_f32_pack_b) and multiplied with gemm_f32_prepacked.
+std::size_t run_case(const qks::Kernels& k, const Case& cs, std::mt19937& rng, bool special, bool prepacked = false) {
   const std::size_t lda = (cs.ta ? cs.M : cs.K) + cs.pad;
   const std::size_t ldb = (cs.tb ? cs.K : cs.N) + cs.pad;
   const std::size_t ldc = cs.N + cs.pad;
@@ -74,7 +75,15 @@ std::size_t run_case(const qks::Kernels& k, const Case& cs, std::mt19937& rng, b
   std::vector<float> cbuf(cs.M * ldc + cs.offset + 1, sentinel), rbuf = cbuf;
   const float* a = abuf.data() + cs.offset;
   const float* b = bbuf.data() + cs.offset;
-  qks::gemm_f32(cs.M, cs.N, cs.K, a, lda, cs.ta, b, ldb, cs.tb, cbuf.data() + cs.offset, ldc, &k);
+  if (prepacked) {
+    const std::size_t nr = qks::gemm_f32_panel_width(&k);
+    std::vector<float> pb(qks::gemm_f32_packed_size(cs.K, cs.N, &k) + cs.offset, sentinel);
+    qks::gemm_f32_pack_b(cs.K, cs.N, b, ldb, cs.tb, pb.data() + cs.offset, &k);
+    qks::gemm_f32_prepacked(cs.M, cs.N, cs.K, a, lda, cs.ta, pb.data() + cs.offset, nr, cbuf.data() + cs.offset, ldc,
+                            &k);
+  } else {
+    qks::gemm_f32(cs.M, cs.N, cs.K, a, lda, cs.ta, b, ldb, cs.tb, cbuf.data() + cs.offset, ldc, &k);
+  }
   quantkit::ref::gemm_f32(cs.M, cs.N, cs.K, a, cs.ta ? 1 : static_cast<std::ptrdiff_t>(lda),
                           cs.ta ? static_cast<std::ptrdiff_t>(lda) : 1, b, cs.tb ? 1 : static_cast<std::ptrdiff_t>(ldb),
                           cs.tb ? static_cast<std::ptrdiff_t>(ldb) : 1, rbuf.data() + cs.offset, ldc);
@@ -83,8 +92,8 @@ std::size_t run_case(const qks::Kernels& k, const Case& cs, std::mt19937& rng, b
     if (same(cbuf[i], rbuf[i])) continue;
     if (bad++ == 0) {
       const std::size_t e = i < cs.offset ? 0 : i - cs.offset;
-      std::printf("[gemm_f32] %s: %zu x %zu x %zu ta=%d tb=%d pad=%zu offset=%zu: C[%zu][%zu] = %a, reference %a\n",
-                  k.name, cs.M, cs.N, cs.K, cs.ta, cs.tb, cs.pad, cs.offset, e / ldc, e % ldc,
+      std::printf("[gemm_f32%s] %s: %zu x %zu x %zu ta=%d tb=%d pad=%zu offset=%zu: C[%zu][%zu] = %a, reference %a\n",
+                  prepacked ? " prepacked" : "", k.name, cs.M, cs.N, cs.K, cs.ta, cs.tb, cs.pad, cs.offset, e / ldc, e % ldc,
                   static_cast<double>(cbuf[i]), static_cast<double>(rbuf[i]));
     }
   }
@@ -231,6 +240,83 @@ TEST_CASE("gemm_f32: products and sums are rounded separately (no fused multiply
     for (std::size_t i = 0; i < M * N; ++i) bad += bits(c[i]) != bits(ref[i]);
     CHECK(bad == 0);
   });
+}
+
+TEST_CASE("gemm_f32_prepacked: B packed once gives the reference's products on every target") {
+  std::mt19937 rng(29);
+  for_each_target([&](const qks::Kernels& k) {
+    REQUIRE(static_cast<bool>(k.gemm_f32_pack_b));
+    std::size_t bad = 0;
+    for (const Case& cs : cases()) bad += run_case(k, cs, rng, false, true);
+    // one tile of rows or fewer (the path that streams an unpacked B), panel and block edges,
+    // K past the packing blocks, special values
+    for (std::size_t m : {1, 2, 4, 8})
+      for (std::size_t n : {1, 31, 33, 100})
+        for (std::size_t kk : {1, 9, 257}) bad += run_case(k, Case{m, n, kk, m == 2, n == 33, m % 3, n & 1}, rng, false, true);
+    bad += run_case(k, Case{530, 70, 2100, false, false, 0, 0}, rng, false, true);
+    bad += run_case(k, Case{21, 129, 2100, true, true, 1, 1}, rng, false, true);
+    bad += run_case(k, Case{9, 33, 7, false, true, 0, 0}, rng, true, true);
+    CHECK(bad == 0);
+  });
+}
+
+TEST_CASE("gemm_f32_pack_b: panels of the kernels' width, k-major, zeros past N") {
+  for_each_target([&](const qks::Kernels& k) {
+    const std::size_t nr = qks::gemm_f32_panel_width(&k);
+    CHECK((nr == 8 || nr == 16 || nr == 32));
+    for (const bool tb : {false, true}) {
+      const std::size_t K = 11, N = 2 * nr + 3, ldb = (tb ? K : N) + 2;
+      std::vector<float> b((tb ? N : K) * ldb);
+      for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i) + 0.5f;
+      const std::size_t size = qks::gemm_f32_packed_size(K, N, &k);
+      CHECK(size == 3 * nr * K);
+      std::vector<float> pb(size, -1.0f);
+      qks::gemm_f32_pack_b(K, N, b.data(), ldb, tb, pb.data(), &k);
+      std::size_t bad = 0;
+      for (std::size_t p = 0; p < 3; ++p)
+        for (std::size_t kk = 0; kk < K; ++kk)
+          for (std::size_t c = 0; c < nr; ++c) {
+            const std::size_t j = p * nr + c;
+            const float want = j >= N ? 0.0f : tb ? b[j * ldb + kk] : b[kk * ldb + j];
+            bad += bits(pb[(p * K + kk) * nr + c]) != bits(want);
+          }
+      CHECK(bad == 0);
+    }
+  });
+}
+
+TEST_CASE("gemm_f32_prepacked: a B packed for another panel width, and bad arguments, are named") {
+  const qks::Kernels& k = qks::active_kernels();
+  const std::size_t nr = qks::gemm_f32_panel_width(&k);
+  std::vector<float> a(12), b(12), c(12), pb(qks::gemm_f32_packed_size(2, 4, &k));
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_prepacked(3, 4, 2, a.data(), 2, false, pb.data(), nr / 2, c.data(), 4, &k),
+                       ("quantkit: simd::gemm_f32_prepacked: B was packed in panels of " + std::to_string(nr / 2) +
+                        " columns; the kernels of target " + k.name + " read panels of " + std::to_string(nr) +
+                        " (pack B with these kernels)")
+                           .c_str(),
+                       quantkit::Error);
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_prepacked(3, 4, 2, a.data(), 2, false, nullptr, nr, c.data(), 4, &k),
+                       "quantkit: simd::gemm_f32_prepacked: packed B is null with K = 2", quantkit::Error);
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_prepacked(3, 4, 2, a.data(), 1, false, pb.data(), nr, c.data(), 4, &k),
+                       "quantkit: simd::gemm_f32_prepacked: lda 1 is less than the 2 values of a row of A",
+                       quantkit::Error);
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_prepacked(3, 4, 2, a.data(), 2, false, pb.data(), nr, c.data(), 3, &k),
+                       "quantkit: simd::gemm_f32_prepacked: ldc 3 is less than N = 4", quantkit::Error);
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_pack_b(2, 4, b.data(), 3, false, pb.data(), &k),
+                       "quantkit: simd::gemm_f32_pack_b: ldb 3 is less than the 4 values of a row of B", quantkit::Error);
+  CHECK_THROWS_WITH_AS(qks::gemm_f32_pack_b(2, 4, nullptr, 4, false, pb.data(), &k),
+                       "quantkit: simd::gemm_f32_pack_b: B is null for a 2 x 4 B", quantkit::Error);
+  // A packed B is the same for every target of one width (SSE4 and SCALAR: 8 columns).
+  const std::vector<const qks::Kernels*> all = qks::available_kernels();
+  for (const qks::Kernels* x : all)
+    for (const qks::Kernels* y : all) {
+      if (qks::gemm_f32_panel_width(x) != qks::gemm_f32_panel_width(y)) continue;
+      std::vector<float> bb(7 * 19), px(qks::gemm_f32_packed_size(7, 19, x)), py(px.size());
+      for (std::size_t i = 0; i < bb.size(); ++i) bb[i] = static_cast<float>(i);
+      qks::gemm_f32_pack_b(7, 19, bb.data(), 19, false, px.data(), x);
+      qks::gemm_f32_pack_b(7, 19, bb.data(), 19, false, py.data(), y);
+      CHECK(px == py);
+    }
 }
 
 TEST_CASE("gemm_f32: bad arguments are named") {

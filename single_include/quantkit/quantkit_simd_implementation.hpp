@@ -1147,6 +1147,9 @@ struct GemmF32Args {
   std::ptrdiff_t b_row = 0, b_col = 1;
   float* c = nullptr;
   std::size_t ldc = 0;
+  // When set: B as Kernels::gemm_f32_pack_b packed it with a target of the same gemm_f32_nr
+  // (b, b_row and b_col are then not read).
+  const float* b_packed = nullptr;
 };
 
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
@@ -1169,6 +1172,10 @@ struct Kernels {
   std::size_t (*grid_histogram)(const GridHistogramArgs&) = nullptr;  // returns #counted
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
   void (*gemm_f32)(const GemmF32Args&) = nullptr;  // float GEMM (quantkit/simd/gemm_f32.hpp)
+  // B packed once for gemm_f32 (GemmF32Args::b_packed): ceil(n / gemm_f32_nr) panels of
+  // gemm_f32_nr() columns by k, the layout of every target with the same width.
+  void (*gemm_f32_pack_b)(const GemmF32Args& b, float* packed) = nullptr;
+  std::size_t (*gemm_f32_nr)() = nullptr;
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                        std::size_t n) = nullptr;
@@ -4026,7 +4033,7 @@ void GemmF32(const GemmF32Args& g) {
   const std::size_t a_blocks_max = (std::min(mc, M) + MR - 1) / MR;
   if (abuf.size() < a_blocks_max * MR * K) abuf.resize(a_blocks_max * MR * K);
   HWY_ALIGN float tile[kSgemmMR * 2 * (HWY_LANES(float) > 4 ? HWY_LANES(float) : 4)];
-  if (M <= MR && (g.b_col == 1 || g.b_row == 1)) {
+  if (M <= MR && !g.b_packed && (g.b_col == 1 || g.b_row == 1)) {
     // one partial panel (B as is) or one chunk of a panel (transposed)
     const std::size_t b_need = g.b_col == 1 ? nr * K : kSgemmFewRowsChunkBytes / sizeof(float) + 4 * nr;
     if (bbuf.size() < b_need) bbuf.resize(b_need);
@@ -4034,7 +4041,7 @@ void GemmF32(const GemmF32Args& g) {
     return GemmF32FewRows(g, abuf.data(), bbuf.data(), tile);
   }
   const std::size_t b_panels_max = (std::min(nc, N) + nr - 1) / nr;
-  if (bbuf.size() < b_panels_max * nr * K) bbuf.resize(b_panels_max * nr * K);
+  if (!g.b_packed && bbuf.size() < b_panels_max * nr * K) bbuf.resize(b_panels_max * nr * K);
   for (std::size_t ic = 0; ic < M; ic += mc) {
     const std::size_t mcur = std::min(mc, M - ic);
     const std::size_t blocks = (mcur + MR - 1) / MR;
@@ -4043,7 +4050,8 @@ void GemmF32(const GemmF32Args& g) {
     for (std::size_t jc = 0; jc < N; jc += nc) {
       const std::size_t ncur = std::min(nc, N - jc);
       const std::size_t panels = (ncur + nr - 1) / nr;
-      SgemmPackBBlock(g, jc, ncur, nr, bbuf.data());
+      const float* bblock = g.b_packed ? g.b_packed + jc * K : bbuf.data();  // panels of nr columns
+      if (!g.b_packed) SgemmPackBBlock(g, jc, ncur, nr, bbuf.data());
       for (std::size_t blk = 0; blk < blocks; ++blk) {
         const std::size_t i = ic + blk * MR;
         const std::size_t mr = std::min(MR, M - i);
@@ -4051,7 +4059,7 @@ void GemmF32(const GemmF32Args& g) {
         for (std::size_t p = 0; p < panels; ++p) {
           const std::size_t j = jc + p * nr;
           const std::size_t cols = std::min(nr, N - j);
-          const float* bp = bbuf.data() + p * nr * K;
+          const float* bp = bblock + p * nr * K;
           float* c = g.c + i * g.ldc + j;
           if (mr == MR && cols == nr) {
             SgemmTileAny<kSgemmMR>(d, ap, bp, static_cast<std::ptrdiff_t>(nr), K, c, g.ldc);
@@ -4065,6 +4073,22 @@ void GemmF32(const GemmF32Args& g) {
       }
     }
   }
+}
+
+// Kernels::gemm_f32_pack_b: all of B (g.b, g.b_row, g.b_col, g.n, g.k) as the panels the
+// products read (Kernels::gemm_f32_nr columns each, k-major, zeros right of the last column).
+template <int kUnused = 0>
+void GemmF32PackB(const GemmF32Args& g, float* HWY_RESTRICT out) {
+  if (g.n == 0 || g.k == 0) return;
+  const hn::ScalableTag<float> d;
+  const std::size_t nr = 2 * SgemmLanes(d);
+  const std::size_t nc = std::max(nr, kSgemmBBytes / sizeof(float) / g.k / nr * nr);
+  for (std::size_t jc = 0; jc < g.n; jc += nc) SgemmPackBBlock(g, jc, std::min(nc, g.n - jc), nr, out + jc * g.k);
+}
+
+template <int kUnused = 0>
+std::size_t GemmF32PanelWidth() {
+  return 2 * SgemmLanes(hn::ScalableTag<float>());
 }
 
 }  // namespace HWY_NAMESPACE
@@ -7676,6 +7700,8 @@ const Kernels* GetKernelsT() {
     k.grid_histogram = &GridHistogram;
     k.gemm = GetGemmKernelsT<0>();
     k.gemm_f32 = &GemmF32<0>;
+    k.gemm_f32_pack_b = &GemmF32PackB<0>;
+    k.gemm_f32_nr = &GemmF32PanelWidth<0>;
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;
     k.depthwise_rows = &DepthwiseRows;

@@ -337,6 +337,9 @@ struct GemmF32Args {
   std::ptrdiff_t b_row = 0, b_col = 1;
   float* c = nullptr;
   std::size_t ldc = 0;
+  // When set: B as Kernels::gemm_f32_pack_b packed it with a target of the same gemm_f32_nr
+  // (b, b_row and b_col are then not read).
+  const float* b_packed = nullptr;
 };
 
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
@@ -359,6 +362,10 @@ struct Kernels {
   std::size_t (*grid_histogram)(const GridHistogramArgs&) = nullptr;  // returns #counted
   const GemmKernels* gemm = nullptr;  // int8 GEMM (quantkit/simd/gemm.hpp)
   void (*gemm_f32)(const GemmF32Args&) = nullptr;  // float GEMM (quantkit/simd/gemm_f32.hpp)
+  // B packed once for gemm_f32 (GemmF32Args::b_packed): ceil(n / gemm_f32_nr) panels of
+  // gemm_f32_nr() columns by k, the layout of every target with the same width.
+  void (*gemm_f32_pack_b)(const GemmF32Args& b, float* packed) = nullptr;
+  std::size_t (*gemm_f32_nr)() = nullptr;
   // out[i] = table[in[i]] (256 entries); in may equal out.
   void (*lookup_bytes)(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                        std::size_t n) = nullptr;

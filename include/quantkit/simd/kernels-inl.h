@@ -49,6 +49,8 @@ const Kernels* GetKernelsT() {
     k.grid_histogram = &GridHistogram;
     k.gemm = GetGemmKernelsT<0>();
     k.gemm_f32 = &GemmF32<0>;
+    k.gemm_f32_pack_b = &GemmF32PackB<0>;
+    k.gemm_f32_nr = &GemmF32PanelWidth<0>;
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;
     k.depthwise_rows = &DepthwiseRows;

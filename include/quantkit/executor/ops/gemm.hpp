@@ -63,28 +63,22 @@ inline void op_matmul(OpContext& ctx) {
   ctx.set_output(0, std::move(y));
 }
 
-// A constant float B with transB = 1 (PyTorch's nn.Linear weight [N, K]) stored again as
-// [K, N] (prepare_gemm) for products of at most kGemmPreparedRows rows of A: gemm_f32 streams
-// B as is there, where a transposed B is read NL rows at a time from L3 (the bench's 3-layer
-// MLP 1024 wide on Zen 5, batch 1: 352 -> 212 us on AVX-512, 237 -> 197 AVX2, 444 -> 347 SSE4;
-// 4 rows: AVX-512 / AVX2 6-8 % faster, SSE4 5 % slower). From 6 rows on the transposed B is
-// faster (streamed as is, 6-8 rows read B once per row tile) or as fast (packed: 9 rows and
-// more), so larger batches read B as given.
-// The products are the same either way: gemm_f32 sums in k order in every layout.
-constexpr std::int64_t kGemmPreparedRows = 4;
-
+// A constant float B (an initializer: the layer's weights, either transB) packed once in the
+// float GEMM's own layout (simd::gemm_f32_pack_b for the active kernels), as a tensor
+// [panels, K, panel width]: every product then reads B as one sequential stream and packs
+// nothing. The products are the same (bit for bit) as with B as given; a run on kernels of
+// another panel width (simd::set_target after the Executor was built) reads B as given.
 inline std::vector<Tensor> prepare_gemm(const graph::Node& node, const std::vector<const Tensor*>& constants) {
   const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
-  if (!b || node.attr_int("transB", 0) == 0 || b->dtype() != DType::float32 || b->rank() != 2) return {};
-  const std::int64_t N = b->dim(0), K = b->dim(1);
-  Tensor t = Tensor::uninitialized(DType::float32, Dims{K, N});
-  const float* src = b->data<float>();
-  float* dst = t.data<float>();
-  constexpr std::int64_t kBlock = 32;  // a block of rows and columns stays in L1 both ways
-  for (std::int64_t n0 = 0; n0 < N; n0 += kBlock)
-    for (std::int64_t k0 = 0; k0 < K; k0 += kBlock)
-      for (std::int64_t n = n0; n < std::min(N, n0 + kBlock); ++n)
-        for (std::int64_t k = k0; k < std::min(K, k0 + kBlock); ++k) dst[k * N + n] = src[n * K + k];
+  if (!b || b->dtype() != DType::float32 || b->rank() != 2) return {};
+  const bool tb = node.attr_int("transB", 0) != 0;
+  const std::int64_t N = tb ? b->dim(0) : b->dim(1), K = tb ? b->dim(1) : b->dim(0);
+  if (N == 0 || K == 0) return {};
+  const std::size_t nr = simd::gemm_f32_panel_width();
+  const std::int64_t panels = (N + static_cast<std::int64_t>(nr) - 1) / static_cast<std::int64_t>(nr);
+  Tensor t = Tensor::uninitialized(DType::float32, Dims{panels, K, static_cast<std::int64_t>(nr)});
+  simd::gemm_f32_pack_b(static_cast<std::size_t>(K), static_cast<std::size_t>(N), b->data<float>(),
+                        static_cast<std::size_t>(b->dim(1)), tb, t.data<float>());
   std::vector<Tensor> r;
   r.push_back(std::move(t));
   return r;
@@ -97,7 +91,7 @@ inline void op_gemm(OpContext& ctx) {
   if (a.rank() != 2 || b.rank() != 2)
     ctx.fail("inputs of shapes ", a.shape().to_string(), " and ", b.shape().to_string(), "; expected matrices");
   const bool ta = node.attr_int("transA", 0) != 0;
-  bool tb = node.attr_int("transB", 0) != 0;
+  const bool tb = node.attr_int("transB", 0) != 0;
   const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
   const std::int64_t M = ta ? a.dim(1) : a.dim(0), K = ta ? a.dim(0) : a.dim(1);
   const std::int64_t Kb = tb ? b.dim(1) : b.dim(0), N = tb ? b.dim(0) : b.dim(1);
@@ -105,12 +99,15 @@ inline void op_gemm(OpContext& ctx) {
     ctx.fail("inner dimensions differ: A ", a.shape().to_string(), (ta ? " (transposed)" : ""), " and B ",
              b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
   Tensor y = Tensor::uninitialized(DType::float32, Dims{M, N});  // assigned by the product (0 for K = 0)
-  const float* bp = b.data<float>();
-  if (const std::vector<Tensor>* p = ctx.prepared(); p && tb && !p->empty() && M <= kGemmPreparedRows) {
-    bp = p->front().data<float>();  // B transposed back once (prepare_gemm): the same sums
-    tb = false;
+  const std::vector<Tensor>* p = ctx.prepared();
+  if (p && !p->empty() && p->front().dim(1) == K &&
+      static_cast<std::size_t>(p->front().dim(2)) == simd::gemm_f32_panel_width()) {
+    simd::gemm_f32_prepacked(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K),
+                             a.data<float>(), static_cast<std::size_t>(ta ? M : K), ta, p->front().data<float>(),
+                             static_cast<std::size_t>(p->front().dim(2)), y.data<float>(), static_cast<std::size_t>(N));
+  } else {
+    matrix_product<float>(M, N, K, a.data<float>(), ta, b.data<float>(), tb, y.data<float>());
   }
-  matrix_product<float>(M, N, K, a.data<float>(), ta, bp, tb, y.data<float>());
   if (alpha != 1.0f)
     detail::update_floats(y.data<float>(), M * N, [alpha](float v) { return v * alpha; });
   if (const Tensor* c = ctx.optional_input(2)) {
