@@ -384,7 +384,9 @@ void BM_PairSums(benchmark::State& state) {
   state.SetLabel(kVariant == PairVariant::plain ? "this build's flags" : qk::simd::active_kernels().name);
 }
 
-template <bool kEigen>
+enum class F32Variant { quantkit, prepacked, eigen };
+
+template <F32Variant kVariant>
 void BM_GemmF32(benchmark::State& state) {
   std::vector<float> a(static_cast<std::size_t>(kGemmM * kWidth)), b(static_cast<std::size_t>(kWidth * kWidth));
   std::vector<float> c(static_cast<std::size_t>(kGemmM * kWidth));
@@ -394,9 +396,15 @@ void BM_GemmF32(benchmark::State& state) {
   using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   const Eigen::Map<const RowMatrix> A(a.data(), kGemmM, kWidth), B(b.data(), kWidth, kWidth);
   Eigen::Map<RowMatrix> C(c.data(), kGemmM, kWidth);
+  // prepacked: B packed once before the loop (a constant weight, as the float executor keeps it)
+  const std::size_t nr = qk::simd::gemm_f32_panel_width();
+  std::vector<float> pb(kVariant == F32Variant::prepacked ? qk::simd::gemm_f32_packed_size(kWidth, kWidth) : 0);
+  if (kVariant == F32Variant::prepacked) qk::simd::gemm_f32_pack_b(kWidth, kWidth, b.data(), kWidth, false, pb.data());
   for (auto _ : state) {
-    if constexpr (kEigen) {
+    if constexpr (kVariant == F32Variant::eigen) {
       C.noalias() = A * B;
+    } else if constexpr (kVariant == F32Variant::prepacked) {
+      qk::simd::gemm_f32_prepacked(kGemmM, kWidth, kWidth, a.data(), kWidth, false, pb.data(), nr, c.data(), kWidth);
     } else {
       qk::simd::gemm_f32(kGemmM, kWidth, kWidth, a.data(), kWidth, false, b.data(), kWidth, false, c.data(), kWidth);
     }
@@ -405,7 +413,7 @@ void BM_GemmF32(benchmark::State& state) {
   }
   state.counters["GOPS"] = benchmark::Counter(2.0 * kGemmM * kWidth * kWidth / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
-  state.SetLabel(kEigen ? "this build's flags" : qk::simd::active_kernels().name);
+  state.SetLabel(kVariant == F32Variant::eigen ? "this build's flags" : qk::simd::active_kernels().name);
 }
 
 }  // namespace
@@ -448,9 +456,11 @@ int main(int argc, char** argv) {
   }
   benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_packed_u8s8", BM_Gemm)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_f32", BM_GemmF32<false>)
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_f32", BM_GemmF32<F32Variant::quantkit>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
-  benchmark::RegisterBenchmark("gemm/256x1024x1024/eigen_f32", BM_GemmF32<true>)
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_f32_prepacked", BM_GemmF32<F32Variant::prepacked>)
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark("gemm/256x1024x1024/eigen_f32", BM_GemmF32<F32Variant::eigen>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();
   benchmark::RegisterBenchmark("gemm/256x1024x1024/quantkit_ort_pairs_stats", BM_PairSums<PairVariant::stats>)
       ->Unit(benchmark::kMillisecond)->UseRealTime();

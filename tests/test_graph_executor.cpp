@@ -824,6 +824,58 @@ TEST_CASE("Gemm with a constant weight: packed once when the executor is built, 
   }
 }
 
+TEST_CASE("MatMul with a constant 2-D weight: packed once, every batch of A the reference's sums") {
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const auto rnd = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = std::ldexp(u(rng), static_cast<int>(n % 5) - 2);
+    return v;
+  };
+  const std::int64_t K = 45, N = 37;
+  const std::vector<float> w = rnd(K * N), w2 = rnd(K * N);
+  Graph g;
+  g.opset = 13;
+  g.inputs.push_back({"x", DType::float32, false, {}, {}});
+  g.outputs.push_back({"y", DType::float32, false, {}, {}});
+  g.initializers["W"] = f32({K, N}, w);
+  g.nodes.push_back({"MatMul", "", "mm", {"x", "W"}, {"y"}, {}, ""});
+  const qk::Executor<> ex(g);
+  const qk::OpRegistry::Entry* e = qk::builtin_ops().find_entry("", "MatMul");
+  REQUIRE(e);
+  REQUIRE(static_cast<bool>(e->prepare));
+  const Tensor& wt = g.initializers.at("W");
+  const std::vector<Tensor> p = e->prepare(g.nodes[0], {nullptr, &wt});
+  REQUIRE(p.size() == 1);
+  const std::int64_t nr = static_cast<std::int64_t>(qk::simd::gemm_f32_panel_width());
+  CHECK(p[0].shape() == Dims{(N + nr - 1) / nr, K, nr});
+  const Tensor w3 = f32({2, K, N}, rnd(2 * K * N));
+  CHECK(e->prepare(g.nodes[0], {nullptr, &w3}).empty());  // a batch of Bs: multiplied as given
+
+  for (const Dims& xd : {Dims{K}, Dims{1, K}, Dims{9, K}, Dims{2, 3, K}, Dims{3, 1, 7, K}}) {
+    CAPTURE(xd.to_string());
+    const std::int64_t rows = xd.product() / K;
+    const std::vector<float> x = rnd(static_cast<std::size_t>(xd.product()));
+    const auto want = [&](const std::vector<float>& wv) {
+      std::vector<float> r(static_cast<std::size_t>(rows * N));
+      quantkit::ref::gemm_f32(rows, N, K, x.data(), K, 1, wv.data(), N, 1, r.data(), N);
+      return r;
+    };
+    const Tensor y = ex.run({{"x", f32(xd, x)}}).at("y");
+    Dims yd = xd;  // [..., K] -> [..., N] (a vector A: [N])
+    yd[xd.rank - 1] = N;
+    CHECK(y.shape() == yd);
+    CHECK(y.to_vector<float>() == want(w));
+    CHECK(ex.run({{"x", f32(xd, x)}, {"W", f32({K, N}, w2)}}).at("y").to_vector<float>() == want(w2));
+    for (const qk::simd::Kernels* k : qk::simd::available_kernels()) {
+      CAPTURE(k->name);
+      hwy::SetSupportedTargetsForTest(k->target);
+      CHECK(ex.run({{"x", f32(xd, x)}}).at("y").to_vector<float>() == want(w));
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+}
+
 namespace {
 // A user op with a prepare step: the output says whether the prepared value reached the op.
 std::vector<Tensor> prepare_sum(const Node&, const std::vector<const Tensor*>& constants) {

@@ -75,7 +75,8 @@ def main():
     if gemm:
         ops = 2.0 * 256 * 1024 * 1024
         lines += ["", "GEMM alone, M = 256, K = N = 1024 (int8: u8 x s8, B packed once / a constant; f32: "
-                  "quantkit packs B on every call, as the float executor does; eigen_f32 is vectorized for the "
+                  "quantkit_f32 packs B on every call, quantkit_f32_prepacked reads it packed once, as the float "
+                  "executor keeps a constant weight; eigen_f32 is vectorized for the "
                   "bench build's flags only):", "",
                   "| kernel | ms | GOPS |", "|---|---|---|"]
         for k in sorted(gemm):

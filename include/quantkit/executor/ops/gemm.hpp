@@ -54,24 +54,13 @@ void matmul_core(const T* a, const T* b, const MatMulShape& s, T* out) {
   });
 }
 
-inline void op_matmul(OpContext& ctx) {
-  const Tensor& a = ctx.input(0, DType::float32);
-  const Tensor& b = ctx.input(1, DType::float32);
-  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
-  Tensor y = Tensor::uninitialized(DType::float32, s.out);  // assigned by the products (0 for K = 0)
-  matmul_core<float>(a.data<float>(), b.data<float>(), s, y.data<float>());
-  ctx.set_output(0, std::move(y));
-}
-
-// A constant float B (an initializer: the layer's weights, either transB) packed once in the
-// float GEMM's own layout (simd::gemm_f32_pack_b for the active kernels), as a tensor
-// [panels, K, panel width]: every product then reads B as one sequential stream and packs
-// nothing. The products are the same (bit for bit) as with B as given; a run on kernels of
-// another panel width (simd::set_target after the Executor was built) reads B as given.
-inline std::vector<Tensor> prepare_gemm(const graph::Node& node, const std::vector<const Tensor*>& constants) {
-  const Tensor* b = constants.size() > 1 ? constants[1] : nullptr;
+// A constant float B (an initializer: the layer's weights) packed once in the float GEMM's own
+// layout (simd::gemm_f32_pack_b for the active kernels), as a tensor [panels, K, panel width]:
+// every product then reads B as one sequential stream and packs nothing. The products are the
+// same (bit for bit) as with B as given; a run on kernels of another panel width (targets
+// changed after the Executor was built: hwy::DisableTargets) reads B as given.
+inline std::vector<Tensor> pack_constant_b(const Tensor* b, bool tb) {
   if (!b || b->dtype() != DType::float32 || b->rank() != 2) return {};
-  const bool tb = node.attr_int("transB", 0) != 0;
   const std::int64_t N = tb ? b->dim(0) : b->dim(1), K = tb ? b->dim(1) : b->dim(0);
   if (N == 0 || K == 0) return {};
   const std::size_t nr = simd::gemm_f32_panel_width();
@@ -82,6 +71,43 @@ inline std::vector<Tensor> prepare_gemm(const graph::Node& node, const std::vect
   std::vector<Tensor> r;
   r.push_back(std::move(t));
   return r;
+}
+
+// The op's packed B (pack_constant_b) when this run can read it: prepared (the weight not fed),
+// for this K and the active kernels' panel width.
+inline const Tensor* packed_b(const OpContext& ctx, std::int64_t K) {
+  const std::vector<Tensor>* p = ctx.prepared();
+  if (!p || p->empty() || p->front().rank() != 3 || p->front().dim(1) != K) return nullptr;
+  return static_cast<std::size_t>(p->front().dim(2)) == simd::gemm_f32_panel_width() ? &p->front() : nullptr;
+}
+
+inline void product_packed_b(std::int64_t M, std::int64_t N, std::int64_t K, const float* a, bool ta, const Tensor& pb,
+                             float* c) {
+  simd::gemm_f32_prepacked(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K), a,
+                           static_cast<std::size_t>(ta ? M : K), ta, pb.data<float>(),
+                           static_cast<std::size_t>(pb.dim(2)), c, static_cast<std::size_t>(N));
+}
+
+inline std::vector<Tensor> prepare_gemm(const graph::Node& node, const std::vector<const Tensor*>& constants) {
+  return pack_constant_b(constants.size() > 1 ? constants[1] : nullptr, node.attr_int("transB", 0) != 0);
+}
+
+// MatMul with a constant 2-D B (every batch of A multiplies the same B).
+inline std::vector<Tensor> prepare_matmul(const graph::Node&, const std::vector<const Tensor*>& constants) {
+  return pack_constant_b(constants.size() > 1 ? constants[1] : nullptr, false);
+}
+
+inline void op_matmul(OpContext& ctx) {
+  const Tensor& a = ctx.input(0, DType::float32);
+  const Tensor& b = ctx.input(1, DType::float32);
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  Tensor y = Tensor::uninitialized(DType::float32, s.out);  // assigned by the products (0 for K = 0)
+  const Tensor* pb = b.rank() == 2 ? packed_b(ctx, s.K) : nullptr;
+  if (pb)  // A's batches and rows as one product: each row's sums are its own
+    product_packed_b(a.size() / s.K, s.N, s.K, a.data<float>(), false, *pb, y.data<float>());
+  else
+    matmul_core<float>(a.data<float>(), b.data<float>(), s, y.data<float>());
+  ctx.set_output(0, std::move(y));
 }
 
 inline void op_gemm(OpContext& ctx) {
@@ -99,15 +125,10 @@ inline void op_gemm(OpContext& ctx) {
     ctx.fail("inner dimensions differ: A ", a.shape().to_string(), (ta ? " (transposed)" : ""), " and B ",
              b.shape().to_string(), (tb ? " (transposed)" : ""), "; expected equal K");
   Tensor y = Tensor::uninitialized(DType::float32, Dims{M, N});  // assigned by the product (0 for K = 0)
-  const std::vector<Tensor>* p = ctx.prepared();
-  if (p && !p->empty() && p->front().dim(1) == K &&
-      static_cast<std::size_t>(p->front().dim(2)) == simd::gemm_f32_panel_width()) {
-    simd::gemm_f32_prepacked(static_cast<std::size_t>(M), static_cast<std::size_t>(N), static_cast<std::size_t>(K),
-                             a.data<float>(), static_cast<std::size_t>(ta ? M : K), ta, p->front().data<float>(),
-                             static_cast<std::size_t>(p->front().dim(2)), y.data<float>(), static_cast<std::size_t>(N));
-  } else {
+  if (const Tensor* pb = packed_b(ctx, K))
+    product_packed_b(M, N, K, a.data<float>(), ta, *pb, y.data<float>());
+  else
     matrix_product<float>(M, N, K, a.data<float>(), ta, b.data<float>(), tb, y.data<float>());
-  }
   if (alpha != 1.0f)
     detail::update_floats(y.data<float>(), M * N, [alpha](float v) { return v * alpha; });
   if (const Tensor* c = ctx.optional_input(2)) {
@@ -125,6 +146,7 @@ inline void register_gemm_ops(OpRegistry& r) {
   r.add("Gemm", op_gemm, {"alpha", "beta", "transA", "transB", "broadcast"});
   r.set_prepare("Gemm", prepare_gemm);
   r.add("MatMul", op_matmul, {});
+  r.set_prepare("MatMul", prepare_matmul);
 }
 
 }  // namespace ops
