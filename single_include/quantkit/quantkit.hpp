@@ -3152,7 +3152,7 @@ HWY_AFTER_NAMESPACE();
 //            signedness and corrects with +-128 * rowsum(A).
 //   others   widening multiply-add: bytes promoted to int16, ReorderWidenMulAccumulate
 //            (pmaddwd: pairs of int16 products summed into int32, exact), each column's two
-//            partial sums added at the end; 4 (AVX3: 8) rows x one vector of columns.
+//            partial sums added at the end; 2 rows x one vector of columns.
 //   SCALAR   plain loops over the same packed layout.
 // Every product and partial sum is exact; only the final int32 accumulation wraps (as the
 // reference's modulo-2^32 sum), so all targets equal quantkit::ref::gemm_s32 bit for bit.
@@ -3363,7 +3363,9 @@ constexpr std::size_t kGemmMR = 1;
 constexpr std::size_t kGemmPanel = 4;
 constexpr bool kGemmDot = false;
 #else
-constexpr std::size_t kGemmMR = HWY_TARGET == HWY_AVX3 ? 8 : 4;
+// 2 rows: the accumulators of more rows are arrays GCC 12 keeps in memory (1024 x 1024 x 256 on
+// Zen 5: AVX2 4 rows 8.70 ms, 3 rows 9.53, 2 rows 3.89; AVX3 8 rows 3.53 ms, 2 rows 2.06).
+constexpr std::size_t kGemmMR = 2;
 constexpr std::size_t kGemmPanel = HWY_LANES(std::int32_t);
 constexpr bool kGemmDot = false;
 #endif
@@ -3404,30 +3406,32 @@ const GemmAElem* GemmPackA(const GemmArgs& a, std::size_t k4, std::size_t rows) 
 // 16 accumulators are named variables, not an array: GCC 12 keeps an array of __m512i that
 // vpdpbusd updates in memory and copies it around every step (half the throughput).
 #define QUANTKIT_GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-template <bool kAUnsigned>
+// R <= kGemmMR rows: the first R (a product of fewer rows, a batch-1 layer, computes only those).
+template <bool kAUnsigned, std::size_t R = kGemmMR>
 QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t lda, std::size_t k4,
                                               const std::uint8_t* bp, bool /*b_signed*/,
                                               std::int32_t* c, std::size_t ldc, bool accumulate) {
-  static_assert(kGemmMR == 8, "QUANTKIT_GEMM_ROWS lists 8 rows");
-#define QUANTKIT_GEMM_DECLARE(r) __m512i c##r##0, c##r##1;
+  static_assert(kGemmMR == 8 && R >= 1 && R <= kGemmMR, "QUANTKIT_GEMM_ROWS lists 8 rows");
+#define QUANTKIT_GEMM_DECLARE(r) [[maybe_unused]] __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = _mm512_setzero_si512();
   QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_DECLARE)
 #undef QUANTKIT_GEMM_DECLARE
   if (accumulate) {
-#define QUANTKIT_GEMM_LOAD(r)                          \
-  c##r##0 = _mm512_loadu_si512(c + (r) * ldc);         \
-  c##r##1 = _mm512_loadu_si512(c + (r) * ldc + 16);
+#define QUANTKIT_GEMM_LOAD(r)                            \
+  if constexpr ((r) < R) {                               \
+    c##r##0 = _mm512_loadu_si512(c + (r) * ldc);         \
+    c##r##1 = _mm512_loadu_si512(c + (r) * ldc + 16);    \
+  }
     QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_LOAD)
 #undef QUANTKIT_GEMM_LOAD
-  } else {
-#define QUANTKIT_GEMM_ZERO(r) c##r##0 = c##r##1 = _mm512_setzero_si512();
-    QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_ZERO)
-#undef QUANTKIT_GEMM_ZERO
   }
   for (std::size_t g = 0; g < k4; g += 4, bp += 128) {
-    const __m512i b0 = _mm512_loadu_si512(bp);
-    const __m512i b1 = _mm512_loadu_si512(bp + 64);
+    __m512i b0 = _mm512_loadu_si512(bp);
+    __m512i b1 = _mm512_loadu_si512(bp + 64);
+    // In registers: with up to 4 rows GCC 12 folds the loads into every vpdpbusd (R loads of
+    // each per step; 4 rows were slower than 8).
+    asm("" : "+v"(b0), "+v"(b1));
 #define QUANTKIT_GEMM_STEP(r)                                   \
-  {                                                             \
+  if constexpr ((r) < R) {                                      \
     std::int32_t word;                                          \
     std::memcpy(&word, a + (r) * lda + g, 4);                   \
     const __m512i av = _mm512_set1_epi32(word);                 \
@@ -3442,9 +3446,11 @@ QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t
     QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_STEP)
 #undef QUANTKIT_GEMM_STEP
   }
-#define QUANTKIT_GEMM_STORE(r)                          \
-  _mm512_storeu_si512(c + (r) * ldc, c##r##0);          \
-  _mm512_storeu_si512(c + (r) * ldc + 16, c##r##1);
+#define QUANTKIT_GEMM_STORE(r)                            \
+  if constexpr ((r) < R) {                                \
+    _mm512_storeu_si512(c + (r) * ldc, c##r##0);          \
+    _mm512_storeu_si512(c + (r) * ldc + 16, c##r##1);     \
+  }
   QUANTKIT_GEMM_ROWS(QUANTKIT_GEMM_STORE)
 #undef QUANTKIT_GEMM_STORE
 }
@@ -3452,10 +3458,10 @@ QUANTKIT_SIMD_VNNI_ATTR inline void GemmMicro(const std::uint8_t* a, std::size_t
 
 #elif HWY_TARGET == HWY_SCALAR
 
-template <bool kAUnsigned>
+template <bool kAUnsigned, std::size_t R = kGemmMR>
 inline void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
                       bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
-  for (std::size_t r = 0; r < kGemmMR; ++r) {
+  for (std::size_t r = 0; r < R; ++r) {
     std::uint32_t acc[kGemmPanel] = {};
     if (accumulate)
       for (std::size_t col = 0; col < kGemmPanel; ++col) acc[col] = static_cast<std::uint32_t>(c[r * ldc + col]);
@@ -3476,7 +3482,7 @@ inline void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, co
 
 // Widening path: per row, `lo` holds columns [0, L/2) and `hi` columns [L/2, L) as pairs of
 // partial sums (k0k1, k2k3) in adjacent int32 lanes; ConcatEven + ConcatOdd adds the pairs.
-template <bool kBSigned>
+template <bool kBSigned, std::size_t R>
 HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size_t k4,
                                const std::uint8_t* bp, std::int32_t* c, std::size_t ldc,
                                bool accumulate) {
@@ -3487,12 +3493,12 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size
   const hn::Rebind<B8, decltype(d16)> d8{};  // 2L bytes, promoted to 2L int16
   using V = hn::Vec<decltype(d32)>;
   constexpr std::size_t L = kGemmPanel;
-  V lo[kGemmMR], hi[kGemmMR], lo1[kGemmMR], hi1[kGemmMR];
-  for (std::size_t r = 0; r < kGemmMR; ++r) lo[r] = hi[r] = lo1[r] = hi1[r] = hn::Zero(d32);
+  V lo[R], hi[R], lo1[R], hi1[R];
+  for (std::size_t r = 0; r < R; ++r) lo[r] = hi[r] = lo1[r] = hi1[r] = hn::Zero(d32);
   for (std::size_t g = 0; g < k4; g += 4, bp += 4 * L) {
     const auto b_lo = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp)));
     const auto b_hi = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp + 2 * L)));
-    for (std::size_t r = 0; r < kGemmMR; ++r) {
+    for (std::size_t r = 0; r < R; ++r) {
       std::int64_t word;
       std::memcpy(&word, a + r * lda + g, 8);
       const auto av = hn::BitCast(d16, hn::Set(d64, word));
@@ -3500,7 +3506,7 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size
       hi[r] = hn::ReorderWidenMulAccumulate(d32, av, b_hi, hi[r], hi1[r]);
     }
   }
-  for (std::size_t r = 0; r < kGemmMR; ++r) {
+  for (std::size_t r = 0; r < R; ++r) {
     const V l = hn::Add(lo[r], lo1[r]);
     const V h = hn::Add(hi[r], hi1[r]);
     V sum = hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l));
@@ -3509,16 +3515,35 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size
   }
 }
 
-template <bool kAUnsigned>
+template <bool kAUnsigned, std::size_t R = kGemmMR>
 HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
                           bool b_signed, std::int32_t* c, std::size_t ldc, bool accumulate) {
   if (b_signed)
-    GemmMicroTyped<true>(a, lda, k4, bp, c, ldc, accumulate);
+    GemmMicroTyped<true, R>(a, lda, k4, bp, c, ldc, accumulate);
   else
-    GemmMicroTyped<false>(a, lda, k4, bp, c, ldc, accumulate);
+    GemmMicroTyped<false, R>(a, lda, k4, bp, c, ldc, accumulate);
 }
 
 #endif
+
+// The micro-tile for the last `rows` (< kGemmMR) rows of A: only those computed (they had all
+// kGemmMR computed: 1 x 1024 x 1024 on Zen 5, AVX3_DL 18.5 -> 9.3 us, 4 rows 20.1 -> 12.5).
+template <bool kAUnsigned>
+HWY_NOINLINE void GemmMicroRows(std::size_t rows, const GemmAElem* a, std::size_t lda, std::size_t k4,
+                                const std::uint8_t* bp, bool b_signed, std::int32_t* c, std::size_t ldc,
+                                bool accumulate) {
+  constexpr std::size_t M = kGemmMR;
+  switch (rows) {
+    case 1: return GemmMicro<kAUnsigned, 1>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 2: return GemmMicro<kAUnsigned, (2 < M ? 2 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 3: return GemmMicro<kAUnsigned, (3 < M ? 3 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 4: return GemmMicro<kAUnsigned, (4 < M ? 4 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 5: return GemmMicro<kAUnsigned, (5 < M ? 5 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 6: return GemmMicro<kAUnsigned, (6 < M ? 6 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    case 7: return GemmMicro<kAUnsigned, (7 < M ? 7 : M)>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+    default: return GemmMicro<kAUnsigned, M>(a, lda, k4, bp, b_signed, c, ldc, accumulate);
+  }
+}
 
 // Depth of a K block (multiple of 4): the packed B sliver of one panel (kGemmKC x panel
 // bytes, 32 KiB on AVX3_DL) stays in L1 while every row block of A passes over it. Deep
@@ -3549,7 +3574,7 @@ void GemmLoop(const GemmArgs& a) {
           if (accumulate)
             for (std::size_t r = 0; r < nrows; ++r)
               std::memcpy(tile + r * kGemmPanel, c + r * a.ldc, cols * sizeof(std::int32_t));
-          GemmMicro<kAUnsigned>(arows, k4, kc, bp, a.packed_signed, tile, kGemmPanel, accumulate);
+          GemmMicroRows<kAUnsigned>(nrows, arows, k4, kc, bp, a.packed_signed, tile, kGemmPanel, accumulate);
           for (std::size_t r = 0; r < nrows; ++r)
             std::memcpy(c + r * a.ldc, tile + r * kGemmPanel, cols * sizeof(std::int32_t));
         }
