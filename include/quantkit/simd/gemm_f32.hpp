@@ -44,35 +44,47 @@ inline void gemm_f32(const GemmF32Args& args, const Kernels* kernels = nullptr) 
   k.gemm_f32(args);
 }
 
-inline void gemm_f32(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda, bool trans_a,
-                     const float* b, std::size_t ldb, bool trans_b, float* c, std::size_t ldc,
-                     const Kernels* kernels = nullptr) {
-  if (M == 0 || N == 0) return;
-  if (!c) quantkit::detail::fail("simd::gemm_f32: C is null for a ", M, " x ", N, " product");
-  if (ldc < N) quantkit::detail::fail("simd::gemm_f32: ldc ", ldc, " is less than N = ", N);
-  if (K > 0) {
-    if (!a || !b) quantkit::detail::fail("simd::gemm_f32: ", !a ? "A" : "B", " is null with K = ", K);
-    const std::size_t a_min = trans_a ? M : K;  // row length of A as stored
-    const std::size_t b_min = trans_b ? K : N;
-    if (lda < a_min)
-      quantkit::detail::fail("simd::gemm_f32: lda ", lda, " is less than the ", a_min, " values of a row of A",
-                             trans_a ? " (transposed)" : "");
-    if (ldb < b_min)
-      quantkit::detail::fail("simd::gemm_f32: ldb ", ldb, " is less than the ", b_min, " values of a row of B",
-                             trans_b ? " (transposed)" : "");
-  }
+namespace detail {
+// The checks of A and C (`fn` names the entry point, `b_name` its B) and GemmF32Args with A and
+// C (m == 0: nothing to compute).
+inline GemmF32Args gemm_f32_args(const char* fn, std::size_t M, std::size_t N, std::size_t K, const float* a,
+                                 std::size_t lda, bool trans_a, const void* b, const char* b_name, float* c,
+                                 std::size_t ldc) {
   GemmF32Args g;
+  if (M == 0 || N == 0) return g;
+  if (!c) quantkit::detail::fail(fn, ": C is null for a ", M, " x ", N, " product");
+  if (ldc < N) quantkit::detail::fail(fn, ": ldc ", ldc, " is less than N = ", N);
+  if (K > 0) {
+    if (!a || !b) quantkit::detail::fail(fn, ": ", !a ? "A" : b_name, " is null with K = ", K);
+    const std::size_t a_min = trans_a ? M : K;  // row length of A as stored
+    if (lda < a_min)
+      quantkit::detail::fail(fn, ": lda ", lda, " is less than the ", a_min, " values of a row of A",
+                             trans_a ? " (transposed)" : "");
+  }
   g.m = M;
   g.n = N;
   g.k = K;
   g.a = a;
   g.a_row = trans_a ? 1 : static_cast<std::ptrdiff_t>(lda);
   g.a_col = trans_a ? static_cast<std::ptrdiff_t>(lda) : 1;
+  g.c = c;
+  g.ldc = ldc;
+  return g;
+}
+}  // namespace detail
+
+inline void gemm_f32(std::size_t M, std::size_t N, std::size_t K, const float* a, std::size_t lda, bool trans_a,
+                     const float* b, std::size_t ldb, bool trans_b, float* c, std::size_t ldc,
+                     const Kernels* kernels = nullptr) {
+  GemmF32Args g = detail::gemm_f32_args("simd::gemm_f32", M, N, K, a, lda, trans_a, b, "B", c, ldc);
+  if (g.m == 0) return;
+  const std::size_t b_min = trans_b ? K : N;
+  if (K > 0 && ldb < b_min)
+    quantkit::detail::fail("simd::gemm_f32: ldb ", ldb, " is less than the ", b_min, " values of a row of B",
+                           trans_b ? " (transposed)" : "");
   g.b = b;
   g.b_row = trans_b ? 1 : static_cast<std::ptrdiff_t>(ldb);
   g.b_col = trans_b ? static_cast<std::ptrdiff_t>(ldb) : 1;
-  g.c = c;
-  g.ldc = ldc;
   gemm_f32(g, kernels);
 }
 
@@ -122,27 +134,10 @@ inline void gemm_f32_prepacked(std::size_t M, std::size_t N, std::size_t K, cons
     quantkit::detail::fail("simd::gemm_f32_prepacked: B was packed in panels of ", panel_width,
                            " columns; the kernels of target ", k.name, " read panels of ", nr,
                            " (pack B with these kernels)");
-  if (M == 0 || N == 0) return;
-  if (!c) quantkit::detail::fail("simd::gemm_f32_prepacked: C is null for a ", M, " x ", N, " product");
-  if (ldc < N) quantkit::detail::fail("simd::gemm_f32_prepacked: ldc ", ldc, " is less than N = ", N);
-  if (K > 0) {
-    if (!a || !b_packed)
-      quantkit::detail::fail("simd::gemm_f32_prepacked: ", !a ? "A" : "packed B", " is null with K = ", K);
-    const std::size_t a_min = trans_a ? M : K;
-    if (lda < a_min)
-      quantkit::detail::fail("simd::gemm_f32_prepacked: lda ", lda, " is less than the ", a_min,
-                             " values of a row of A", trans_a ? " (transposed)" : "");
-  }
-  GemmF32Args g;
-  g.m = M;
-  g.n = N;
-  g.k = K;
-  g.a = a;
-  g.a_row = trans_a ? 1 : static_cast<std::ptrdiff_t>(lda);
-  g.a_col = trans_a ? static_cast<std::ptrdiff_t>(lda) : 1;
+  GemmF32Args g =
+      detail::gemm_f32_args("simd::gemm_f32_prepacked", M, N, K, a, lda, trans_a, b_packed, "packed B", c, ldc);
+  if (g.m == 0) return;
   g.b_packed = b_packed;
-  g.c = c;
-  g.ldc = ldc;
   gemm_f32(g, &k);
 }
 
