@@ -277,6 +277,63 @@ TEST_CASE("integer mode: a QDQ CNN runs in integers within one step of fake quan
   }
 }
 
+namespace {
+// IntMatMul's requantization prepared once (prepare_int_matmul) against made per call (the
+// registry without that prepare): the same bytes for every value; and a run feeding the output
+// scale of an IntMatMul reads the fed value, not what was prepared from the initializer.
+template <class Scheme>
+void check_prepared_matmul(const Graph& qdq, const Tensor& x) {
+  qk::Executor<qk::IntegerModeT<Scheme>> intr(qdq);
+  qk::OpRegistry lean_registry = intr.mode().registry();
+  lean_registry.set_prepare("IntMatMul", nullptr, qk::integer::kDomain);
+  const qk::Executor<> lean(intr.graph(), lean_registry);
+  std::size_t matmuls = 0;
+  std::string fed_scale;
+  for (const Node& n : intr.graph().nodes) {
+    if (n.op_type != "IntMatMul") continue;
+    ++matmuls;
+    CHECK(n.inputs.size() == 10u);  // the packed weights: the prepared path
+    if (fed_scale.empty()) fed_scale = n.inputs.at(6);
+  }
+  REQUIRE(matmuls == 2u);  // the Gemm (with a bias) and the MatMul
+  qk::RunOptions opt;
+  opt.keep_intermediates = true;
+  const auto a = intr.run({{"x", x}}, opt);
+  const auto b = lean.run({{"x", x}}, opt);
+  REQUIRE(a.size() == b.size());
+  for (const auto& kv : a) {
+    CAPTURE(kv.first);
+    CHECK(kv.second == b.at(kv.first));
+  }
+  const Tensor& scale = intr.graph().initializers.at(fed_scale);
+  const Tensor other = Tensor::scalar(scale.data<float>()[0] * 1.37f);
+  CAPTURE(fed_scale);
+  const auto fa = intr.run({{"x", x}, {fed_scale, other}}, opt);
+  const auto fb = lean.run({{"x", x}, {fed_scale, other}}, opt);
+  bool changed = false;
+  for (const auto& kv : fa) {
+    CAPTURE(kv.first);
+    CHECK(kv.second == fb.at(kv.first));
+    changed = changed || !(kv.second == a.at(kv.first));
+  }
+  CHECK(changed);  // the fed scale reached the output
+}
+}  // namespace
+
+TEST_CASE("integer mode: IntMatMul's prepared requantization equals the one made per call (uint8 and int8 activations)") {
+  std::mt19937 rng(43);
+  const Graph f = float_cnn(rng);
+  const Tensor calib = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  const Tensor x = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  for (DType act : {DType::uint8, DType::int8}) {
+    CAPTURE(qk::graph::to_string(act));
+    const Graph qdq = make_qdq(f, calib, act);
+    check_prepared_matmul<qk::FloatMultiplier<qk::RoundHalfEven>>(qdq, x);
+    check_prepared_matmul<qk::FixedPointDoubleRounding>(qdq, x);
+    check_prepared_matmul<qk::FixedPointSingleRounding>(qdq, x);
+  }
+}
+
 TEST_CASE("integer mode: 16-bit activations (uint16, int16) run in integers within one step of fake quant") {
   // A16W8: every node integer but the MatMul (see below), int8 weights, outputs within one
   // 16-bit step of the float fake-quant graph (as for 8 bits).

@@ -54,9 +54,15 @@ constexpr std::size_t kGemmMR = 1;
 constexpr std::size_t kGemmPanel = 4;
 constexpr bool kGemmDot = false;
 #else
-// 2 rows: the accumulators of more rows are arrays GCC 12 keeps in memory (1024 x 1024 x 256 on
-// Zen 5: AVX2 4 rows 8.70 ms, 3 rows 9.53, 2 rows 3.89; AVX3 8 rows 3.53 ms, 2 rows 2.06).
-constexpr std::size_t kGemmMR = 2;
+// Widening path (int16 products): rows per tile by register file, 2 accumulators per row.
+// 1024 x 1024 x 256 u8 x s8 on Zen 5, static builds: AVX3 (32 registers) 2 rows 2.11 ms, 4 rows
+// 1.79, 8 rows 1.68; AVX2 2 rows 3.98 ms, 4 rows 3.29, 6 rows 3.10 (4: a batch of 4 in one
+// tile); SSSE3 2 rows 9.97 ms, 4 rows 7.26.
+#if HWY_TARGET == HWY_AVX3
+constexpr std::size_t kGemmMR = 8;
+#else
+constexpr std::size_t kGemmMR = 4;
+#endif
 constexpr std::size_t kGemmPanel = HWY_LANES(std::int32_t);
 constexpr bool kGemmDot = false;
 #endif
@@ -173,10 +179,21 @@ inline void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, co
 
 // Widening path: per row, `lo` holds columns [0, L/2) and `hi` columns [L/2, L) as pairs of
 // partial sums (k0k1, k2k3) in adjacent int32 lanes; ConcatEven + ConcatOdd adds the pairs.
+// Named variables per row, not arrays: GCC 12 keeps arrays of vectors in memory (see kGemmMR).
+// lo1/hi1: the second sums ReorderWidenMulAccumulate may use (x86's pmaddwd leaves them zero).
+// Past 2 rows, each row's sums pinned to registers after its step: else GCC 12 spills one to the
+// stack (AVX2, 4 rows: 94.7 us for 4 x 1024 x 1024 against 49.3 pinned); 2 rows ran faster free.
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
+#define QUANTKIT_GEMM_PIN(x, y) asm("" : "+v"(x.raw), "+v"(y.raw))
+#else
+#define QUANTKIT_GEMM_PIN(x, y) (void)0
+#endif
+#define QUANTKIT_GEMM_WROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 template <bool kBSigned, std::size_t R>
 HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size_t k4,
                                const std::uint8_t* bp, std::int32_t* c, std::size_t ldc,
                                bool accumulate) {
+  static_assert(R >= 1 && R <= 8, "QUANTKIT_GEMM_WROWS lists 8 rows");
   const hn::ScalableTag<std::int32_t> d32;
   const hn::Repartition<std::int16_t, decltype(d32)> d16;
   const hn::Repartition<std::int64_t, decltype(d32)> d64;
@@ -184,27 +201,38 @@ HWY_INLINE void GemmMicroTyped(const std::int16_t* a, std::size_t lda, std::size
   const hn::Rebind<B8, decltype(d16)> d8{};  // 2L bytes, promoted to 2L int16
   using V = hn::Vec<decltype(d32)>;
   constexpr std::size_t L = kGemmPanel;
-  V lo[R], hi[R], lo1[R], hi1[R];
-  for (std::size_t r = 0; r < R; ++r) lo[r] = hi[r] = lo1[r] = hi1[r] = hn::Zero(d32);
+#define QUANTKIT_GEMM_DECLARE(r) \
+  [[maybe_unused]] V lo##r = hn::Zero(d32), hi##r = hn::Zero(d32), lo##r##1 = hn::Zero(d32), hi##r##1 = hn::Zero(d32);
+  QUANTKIT_GEMM_WROWS(QUANTKIT_GEMM_DECLARE)
+#undef QUANTKIT_GEMM_DECLARE
   for (std::size_t g = 0; g < k4; g += 4, bp += 4 * L) {
     const auto b_lo = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp)));
     const auto b_hi = hn::PromoteTo(d16, hn::LoadU(d8, reinterpret_cast<const B8*>(bp + 2 * L)));
-    for (std::size_t r = 0; r < R; ++r) {
-      std::int64_t word;
-      std::memcpy(&word, a + r * lda + g, 8);
-      const auto av = hn::BitCast(d16, hn::Set(d64, word));
-      lo[r] = hn::ReorderWidenMulAccumulate(d32, av, b_lo, lo[r], lo1[r]);
-      hi[r] = hn::ReorderWidenMulAccumulate(d32, av, b_hi, hi[r], hi1[r]);
-    }
+#define QUANTKIT_GEMM_STEP(r)                                                  \
+  if constexpr ((r) < R) {                                                     \
+    std::int64_t word;                                                         \
+    std::memcpy(&word, a + (r) * lda + g, 8);                                  \
+    const auto av = hn::BitCast(d16, hn::Set(d64, word));                      \
+    lo##r = hn::ReorderWidenMulAccumulate(d32, av, b_lo, lo##r, lo##r##1);     \
+    hi##r = hn::ReorderWidenMulAccumulate(d32, av, b_hi, hi##r, hi##r##1);     \
+    if constexpr (R > 2) QUANTKIT_GEMM_PIN(lo##r, hi##r);                      \
   }
-  for (std::size_t r = 0; r < R; ++r) {
-    const V l = hn::Add(lo[r], lo1[r]);
-    const V h = hn::Add(hi[r], hi1[r]);
-    V sum = hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l));
-    if (accumulate) sum = hn::Add(sum, hn::LoadU(d32, c + r * ldc));
-    hn::StoreU(sum, d32, c + r * ldc);
+    QUANTKIT_GEMM_WROWS(QUANTKIT_GEMM_STEP)
+#undef QUANTKIT_GEMM_STEP
   }
+#define QUANTKIT_GEMM_STORE(r)                                                         \
+  if constexpr ((r) < R) {                                                             \
+    const V l = hn::Add(lo##r, lo##r##1);                                              \
+    const V h = hn::Add(hi##r, hi##r##1);                                              \
+    V sum = hn::Add(hn::ConcatEven(d32, h, l), hn::ConcatOdd(d32, h, l));              \
+    if (accumulate) sum = hn::Add(sum, hn::LoadU(d32, c + (r) * ldc));                 \
+    hn::StoreU(sum, d32, c + (r) * ldc);                                               \
+  }
+  QUANTKIT_GEMM_WROWS(QUANTKIT_GEMM_STORE)
+#undef QUANTKIT_GEMM_STORE
 }
+#undef QUANTKIT_GEMM_WROWS
+#undef QUANTKIT_GEMM_PIN
 
 template <bool kAUnsigned, std::size_t R = kGemmMR>
 HWY_INLINE void GemmMicro(const std::int16_t* a, std::size_t lda, std::size_t k4, const std::uint8_t* bp,
