@@ -857,8 +857,8 @@ void int_matmul_prepared(OpContext& ctx, const detail::Affine& aa, const detail:
   const std::vector<Tensor>* prep = ctx.prepared();
   if (prep && prep->size() == 2 && (*prep)[0].nbytes() == static_cast<std::size_t>(N) * sizeof(K_t) &&
       (*prep)[1].size() == N) {
-    const auto* k = static_cast<const K_t*>((*prep)[0].raw());
-    p.constants.assign(k, k + N);
+    p.constants.resize(static_cast<std::size_t>(N));  // bytes: no alignment assumed
+    std::memcpy(static_cast<void*>(p.constants.data()), (*prep)[0].raw(), (*prep)[0].nbytes());
     p.bias = (*prep)[1].to_vector<std::int32_t>();
   } else {
     p.constants = detail::matmul_constants<Scheme>(aa.scale, bs.data(), bs.size(), ya.scale, N, detail::layer_of(ctx));
