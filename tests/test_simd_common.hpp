@@ -1415,6 +1415,56 @@ inline void check_depthwise_rows(const qks::Kernels* k) {
       }
 }
 
+// depthwise_rows_f32: 1 to 25 taps at arbitrary offsets, lengths around the vector widths; the
+// sums of rounded products in tap order from +0 (no FMA: a fused sum differs in the last bits
+// for these values), +-0 products, and inf / NaN inputs that reach only some lanes.
+inline void check_depthwise_rows_f32(const qks::Kernels* k) {
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  std::vector<std::size_t> lengths = test_lengths();
+  for (std::size_t n : {78u, 80u, 95u, 129u}) lengths.push_back(n);
+  std::size_t fused_differs = 0;
+  for (std::size_t taps : {1u, 4u, 9u, 25u})
+    for (std::size_t n : lengths)
+      for (int special = 0; special < 3; ++special) {
+        std::vector<std::int64_t> offset(taps);
+        std::vector<float> w(taps);
+        for (std::size_t t = 0; t < taps; ++t) {
+          offset[t] = static_cast<std::int64_t>(rng() % 40);
+          w[t] = special == 1 && t % 3 == 0 ? -0.0f : u(rng);
+        }
+        std::vector<float> in(n + 41);
+        for (auto& v : in) v = u(rng);
+        if (special == 1)
+          for (std::size_t i = 0; i < in.size(); i += 5) in[i] = 0.0f;
+        if (special == 2 && n > 0) {
+          in[rng() % in.size()] = std::numeric_limits<float>::infinity();
+          in[rng() % in.size()] = std::nanf("");
+        }
+        std::vector<float> want(n + 1, 7.0f), got(n + 1, 7.0f);
+        for (std::size_t i = 0; i < n; ++i) {
+          float s = 0.0f;
+          float fused = 0.0f;
+          for (std::size_t t = 0; t < taps; ++t) {
+            const float x = in[static_cast<std::size_t>(offset[t]) + i];
+            s = s + qk::detail::no_contract(w[t] * x);
+            fused = std::fma(w[t], x, fused);
+          }
+          want[i] = s;
+          fused_differs += std::isfinite(s) && fused != s ? 1 : 0;
+        }
+        qks::depthwise_rows_f32(in.data(), n, w.data(), offset.data(), taps, got.data(), k);
+        CAPTURE(taps);
+        CAPTURE(n);
+        CAPTURE(special);
+        bool same = true;
+        for (std::size_t i = 0; i <= n; ++i)
+          same = same && (std::memcmp(&got[i], &want[i], sizeof(float)) == 0 || (std::isnan(got[i]) && std::isnan(want[i])));
+        CHECK(same);
+      }
+  CHECK(fused_differs > 100);  // the values tell a fused sum from the defined one
+}
+
 inline void check_quantize_everything(const qks::Kernels* k) {
   for (float scale : {1.0f, 0.25f, 0.1f, 0.0173f, 2.0f}) {
     check_quantize_all_roundings<std::int8_t>(k, scale, 0);

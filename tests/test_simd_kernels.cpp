@@ -893,6 +893,7 @@ TEST_CASE("simd: min/max, abs-max, per-channel min/max, histogram, byte table lo
     simd_test::check_lookup_bytes(&k);
     simd_test::check_max_pairs(&k);
     simd_test::check_depthwise_rows(&k);
+    simd_test::check_depthwise_rows_f32(&k);
     simd_test::check_histogram_blocked(&k);
     simd_test::check_minmax_blocked(&k);
   });

@@ -54,6 +54,7 @@ TEST_CASE("simd static: reductions") {
   simd_test::check_lookup_bytes(nullptr);
   simd_test::check_max_pairs(nullptr);
   simd_test::check_depthwise_rows(nullptr);
+  simd_test::check_depthwise_rows_f32(nullptr);
   simd_test::check_histogram_blocked(nullptr);
   simd_test::check_minmax_blocked(nullptr);
   simd_test::check_grid_histogram(nullptr);

@@ -2102,6 +2102,10 @@ struct Kernels {
   // sum[i] = sum_t w[t] * in[offset[t] + i], i < n, modulo 2^32 (depthwise taps of one plane).
   void (*depthwise_rows)(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                          std::size_t taps, std::int32_t* sum) = nullptr;
+  // sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ..., i < n, every
+  // product and sum rounded to float in that order (no FMA): the float depthwise taps.
+  void (*depthwise_rows_f32)(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
+                             std::size_t taps, float* sum) = nullptr;
 };
 
 }  // namespace simd
@@ -7919,6 +7923,9 @@ HWY_AFTER_NAMESPACE();
 //     tensors (pairs of columns, then pairs of rows when a row is one unit), with no per-row loop.
 //   - DepthwiseRows: sum[i] = sum_t w[t] * in[offset[t] + i] for i < n (uint8 in, int32 w and
 //     sums, modulo 2^32): the taps of one depthwise plane over its padded width.
+//   - DepthwiseRowsF32: the same in float for the float executor, each sum
+//     ((+0 + w[0] x[0]) + w[1] x[1]) + ... with every product and sum rounded (no FMA): the sums
+//     gemm_f32 makes over an im2col column matrix, so the two conv paths agree bit for bit.
 // Vector targets: ConcatEven/ConcatOdd + Max; widened bytes times broadcast weights. SCALAR:
 // the plain loops.
 
@@ -8058,6 +8065,51 @@ inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int3
   }
 }
 
+// sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ... for i < n, every
+// product rounded before its add (SgemmRounded: no contraction into FMA on any target).
+inline void DepthwiseRowsF32(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
+                             std::size_t taps, float* sum) {
+  std::size_t i = 0;
+#if HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128  // (EMU128's lanes are an array: no asm operand)
+  const hn::ScalableTag<float> d;
+  const std::size_t N = hn::Lanes(d);
+  // Four vectors per pass: four independent add chains hide the add latency.
+  for (; i + 4 * N <= n; i += 4 * N) {
+    auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+    for (std::size_t t = 0; t < taps; ++t) {
+      const auto wt = hn::Set(d, w[t]);
+      const float* p = in + offset[t] + i;
+      a0 = hn::Add(a0, SgemmRounded(hn::Mul(wt, hn::LoadU(d, p))));
+      a1 = hn::Add(a1, SgemmRounded(hn::Mul(wt, hn::LoadU(d, p + N))));
+      a2 = hn::Add(a2, SgemmRounded(hn::Mul(wt, hn::LoadU(d, p + 2 * N))));
+      a3 = hn::Add(a3, SgemmRounded(hn::Mul(wt, hn::LoadU(d, p + 3 * N))));
+    }
+    hn::StoreU(a0, d, sum + i);
+    hn::StoreU(a1, d, sum + i + N);
+    hn::StoreU(a2, d, sum + i + 2 * N);
+    hn::StoreU(a3, d, sum + i + 3 * N);
+  }
+  // The rest a vector at a time, the last one overlapping what is done (the same sums again).
+  if (i < n && n >= N) {
+    for (;; i += N) {
+      if (i + N > n) i = n - N;
+      auto a0 = hn::Zero(d);
+      for (std::size_t t = 0; t < taps; ++t)
+        a0 = hn::Add(a0, SgemmRounded(hn::Mul(hn::Set(d, w[t]), hn::LoadU(d, in + offset[t] + i))));
+      hn::StoreU(a0, d, sum + i);
+      if (i + N == n) break;
+    }
+    i = n;
+  }
+#endif
+  for (; i < n; ++i) {
+    float s = 0.0f;
+    for (std::size_t t = 0; t < taps; ++t)
+      s = s + quantkit::detail::no_contract(w[t] * in[static_cast<std::size_t>(offset[t]) + i]);
+    sum[i] = s;
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace simd
 }  // namespace quantkit
@@ -8096,6 +8148,7 @@ const Kernels* GetKernelsT() {
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;
     k.depthwise_rows = &DepthwiseRows;
+    k.depthwise_rows_f32 = &DepthwiseRowsF32;
     return k;
   }();
   return &kernels;
@@ -9393,6 +9446,16 @@ inline void max_pairs(const std::uint8_t* in, std::size_t n_out, std::size_t uni
 inline void depthwise_rows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                            std::size_t taps, std::int32_t* sum, const Kernels* kernels = nullptr) {
   detail::pick(kernels, &Kernels::depthwise_rows, QUANTKIT_SIMD_STATIC_FN(DepthwiseRows))(in, n, w, offset, taps, sum);
+}
+
+// sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ... for i < n, every
+// product and sum rounded to float in that order (no fused multiply-add) on every target: the
+// taps of a float depthwise convolution over one padded plane's rows, the sums gemm_f32 makes
+// over the same taps' column matrix.
+inline void depthwise_rows_f32(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
+                               std::size_t taps, float* sum, const Kernels* kernels = nullptr) {
+  detail::pick(kernels, &Kernels::depthwise_rows_f32, QUANTKIT_SIMD_STATIC_FN(DepthwiseRowsF32))(in, n, w, offset,
+                                                                                             taps, sum);
 }
 
 // ==================================================================== Reductions

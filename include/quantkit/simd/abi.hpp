@@ -376,6 +376,10 @@ struct Kernels {
   // sum[i] = sum_t w[t] * in[offset[t] + i], i < n, modulo 2^32 (depthwise taps of one plane).
   void (*depthwise_rows)(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                          std::size_t taps, std::int32_t* sum) = nullptr;
+  // sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ..., i < n, every
+  // product and sum rounded to float in that order (no FMA): the float depthwise taps.
+  void (*depthwise_rows_f32)(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
+                             std::size_t taps, float* sum) = nullptr;
 };
 
 }  // namespace simd

@@ -1119,6 +1119,16 @@ inline void depthwise_rows(const std::uint8_t* in, std::size_t n, const std::int
   detail::pick(kernels, &Kernels::depthwise_rows, QUANTKIT_SIMD_STATIC_FN(DepthwiseRows))(in, n, w, offset, taps, sum);
 }
 
+// sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ... for i < n, every
+// product and sum rounded to float in that order (no fused multiply-add) on every target: the
+// taps of a float depthwise convolution over one padded plane's rows, the sums gemm_f32 makes
+// over the same taps' column matrix.
+inline void depthwise_rows_f32(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
+                               std::size_t taps, float* sum, const Kernels* kernels = nullptr) {
+  detail::pick(kernels, &Kernels::depthwise_rows_f32, QUANTKIT_SIMD_STATIC_FN(DepthwiseRowsF32))(in, n, w, offset,
+                                                                                             taps, sum);
+}
+
 // ==================================================================== Reductions
 
 // Min and max of the finite values of x[0..n) (std::min/std::max order) and the count of

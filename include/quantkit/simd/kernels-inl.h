@@ -54,6 +54,7 @@ const Kernels* GetKernelsT() {
     k.lookup_bytes = &LookupBytes;
     k.max_pairs = &MaxPairs;
     k.depthwise_rows = &DepthwiseRows;
+    k.depthwise_rows_f32 = &DepthwiseRowsF32;
     return k;
   }();
   return &kernels;

@@ -16,6 +16,7 @@
 #include "quantkit/executor/ops/common.hpp"
 #include "quantkit/executor/ops/float_loops.hpp"
 #include "quantkit/ref/no_contract.hpp"
+#include "quantkit/simd/api.hpp"
 
 namespace quantkit {
 namespace ops {
@@ -211,6 +212,13 @@ inline WindowGeometry conv_geometry(const OpContext& ctx, const Dims& x, const D
   return window_geometry(ctx, x, kernel);
 }
 
+// out[0, n) += bias[m] (no bias: nothing), while the plane is in cache.
+inline void add_bias(float* out, std::int64_t n, const float* bias, std::int64_t m) {
+  if (!bias) return;
+  const float bm = bias[m];
+  detail::update_floats(out, n, [bm](float v) { return v + bm; });
+}
+
 // Small images (float): the columns of several images side by side, one product per group for
 // all of them (at least kConvColumns columns where the batch has them, the column matrix within
 // kConvColumnFloats unless one image needs more), then each image's rows copied into place.
@@ -220,7 +228,7 @@ constexpr std::int64_t kConvColumns = 1024;
 constexpr std::int64_t kConvColumnFloats = std::int64_t{1} << 22;  // 16 MB
 
 inline void conv_images_together(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
-                                 const WindowGeometry& g, float pad, float* y) {
+                                 const WindowGeometry& g, float pad, float* y, const float* bias) {
   const std::int64_t N = xs[0], C = xs[1], M = ws[0];
   const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
   const std::int64_t in_size = g.in_size(), KK = Cg * K;
@@ -245,7 +253,13 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
       for (std::int64_t j = 0; j < nb; ++j)
         for (std::int64_t m = 0; m < Mg; ++m) {
           const float* src = out.data() + m * W + j * P;
-          detail::copy_row(src, y + ((n0 + j) * M + gi * Mg + m) * P, P);
+          float* dst = y + ((n0 + j) * M + gi * Mg + m) * P;
+          if (bias) {
+            const float bm = bias[gi * Mg + m];
+            detail::map_floats(src, dst, P, [bm](float v) { return v + bm; });
+          } else {
+            detail::copy_row(src, dst, P);
+          }
         }
     }
   }
@@ -255,58 +269,59 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
 // products: each output sums w * x over the window's taps in order from +0, as gemm_f32 does
 // over the column matrix. The input plane is copied into a zero border once; a padding tap's
 // w * 0 is a signed zero, which leaves any sum unchanged (the caller makes sure no weight is inf
-// or NaN, where w * 0 is NaN). Products are rounded before the sum (no FMA contraction: an asm
-// barrier), four outputs at a time where GNU vectors exist.
+// or NaN, where w * 0 is NaN). Products are rounded before the sum (no FMA contraction).
+// Stride 1 across: simd::depthwise_rows_f32 (Highway, the CPU's widest vectors) over the
+// padded width, all output rows in one call when the rows have stride 1 too (the columns past
+// the output width are computed and dropped); other strides: the scalar loop.
 inline void conv_depthwise(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
-                           const WindowGeometry& g, float* y) {
+                           const WindowGeometry& g, float* y, const float* bias) {
   const std::int64_t N = xs[0], M = ws[0], Mg = M / group, P = g.out_size(), in_size = g.in_size();
   const std::int64_t OH = g.out[1], OW = g.out[2], IH = g.in[1], IW = g.in[2], KH = g.kernel[1], KW = g.kernel[2];
   const std::int64_t SH = g.stride[1], SW = g.stride[2], DH = g.dilation[1], DW = g.dilation[2];
   const std::int64_t PW = IW + g.pad_begin[2] + g.pad_end[2], PH = IH + g.pad_begin[1] + g.pad_end[1];
+  const std::int64_t taps = KH * KW;
+  if (N == 0 || P == 0) return;
   std::vector<float> padded(static_cast<std::size_t>(PH * PW), 0.0f);  // the border stays zero
+  std::vector<std::int64_t> offset(static_cast<std::size_t>(taps));
+  for (std::int64_t kh = 0; kh < KH; ++kh)
+    for (std::int64_t kw = 0; kw < KW; ++kw) offset[static_cast<std::size_t>(kh * KW + kw)] = kh * DH * PW + kw * DW;
+  // stride 1 both ways: output row oh, column ow at oh * PW + ow of one span
+  const std::int64_t span = SH == 1 ? (OH - 1) * PW + OW : OW;
+  std::vector<float> sums(SW == 1 && SH == 1 && PW != OW ? static_cast<std::size_t>(span) : 0);
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t c = 0; c < group; ++c) {
       const float* src = x + (n * group + c) * in_size;
       for (std::int64_t ih = 0; ih < IH; ++ih)
         detail::copy_row(src + ih * IW, padded.data() + (ih + g.pad_begin[1]) * PW + g.pad_begin[2], IW);
       for (std::int64_t m = c * Mg; m < (c + 1) * Mg; ++m) {
-        const float* wm = w + m * KH * KW;
+        const float* wm = w + m * taps;
         float* out = y + (n * M + m) * P;
+        if (SW == 1 && SH == 1) {
+          float* sum = PW == OW ? out : sums.data();
+          simd::depthwise_rows_f32(padded.data(), static_cast<std::size_t>(span), wm, offset.data(),
+                                   static_cast<std::size_t>(taps), sum);
+          if (sum != out) {
+            for (std::int64_t oh = 0; oh < OH; ++oh) detail::copy_row(sum + oh * PW, out + oh * OW, OW);
+          }
+          add_bias(out, P, bias, m);
+          continue;
+        }
         for (std::int64_t oh = 0; oh < OH; ++oh) {
           const float* rows = padded.data() + oh * SH * PW;  // the window's first row
           float* o = out + oh * OW;
-          std::int64_t ow = 0;
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__aarch64__))
           if (SW == 1) {
-            typedef float f32x4 __attribute__((vector_size(16)));
-            for (; ow + 4 <= OW; ow += 4) {
-              f32x4 acc = {0.0f, 0.0f, 0.0f, 0.0f};
-              for (std::int64_t kh = 0; kh < KH; ++kh)
-                for (std::int64_t kw = 0; kw < KW; ++kw) {
-                  f32x4 xv;
-                  std::memcpy(&xv, rows + kh * DH * PW + ow + kw * DW, sizeof xv);
-                  const float wk = wm[kh * KW + kw];
-                  const f32x4 wv = {wk, wk, wk, wk};
-                  f32x4 p = xv * wv;
-#if defined(__x86_64__)
-                  __asm__ volatile("" : "+x"(p));
-#else
-                  __asm__ volatile("" : "+w"(p));
-#endif
-                  acc = acc + p;
-                }
-              std::memcpy(o + ow, &acc, sizeof acc);
-            }
+            simd::depthwise_rows_f32(rows, static_cast<std::size_t>(OW), wm, offset.data(),
+                                     static_cast<std::size_t>(taps), o);
+            continue;
           }
-#endif
-          for (; ow < OW; ++ow) {
+          for (std::int64_t ow = 0; ow < OW; ++ow) {
             float acc = 0.0f;
-            for (std::int64_t kh = 0; kh < KH; ++kh)
-              for (std::int64_t kw = 0; kw < KW; ++kw)
-                acc = acc + quantkit::detail::no_contract(wm[kh * KW + kw] * rows[kh * DH * PW + ow * SW + kw * DW]);
+            for (std::int64_t t = 0; t < taps; ++t)
+              acc = acc + quantkit::detail::no_contract(wm[t] * rows[offset[static_cast<std::size_t>(t)] + ow * SW]);
             o[ow] = acc;
           }
         }
+        add_bias(out, P, bias, m);
       }
     }
 }
@@ -317,19 +332,20 @@ inline bool all_finite(const float* v, std::int64_t n) {
   return true;
 }
 
-// y (N x M x out) = conv(x (N x C x in), w (M x C/group x kernel)) with `pad` outside x.
-// T is float (reference path) or std::int32_t (exact integer path).
+// y (N x M x out) = conv(x (N x C x in), w (M x C/group x kernel)) with `pad` outside x, then
+// + bias[m] when given (float: each plane while it is in cache; the same sums as a pass after).
+// T is float (reference path) or std::int32_t (exact integer path, no bias).
 template <class T>
 void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int64_t group,
-               const WindowGeometry& g, T pad, T* y) {
+               const WindowGeometry& g, T pad, T* y, const float* bias = nullptr) {
   const std::int64_t N = xs[0], C = xs[1], M = ws[0];
   const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
   const std::int64_t in_size = g.in_size();
   const bool pointwise = is_pointwise(g);
   if constexpr (std::is_same<T, float>::value) {
     if (Cg == 1 && g.spatial <= 2 && pad == 0.0f && all_finite(w, M * K))
-      return conv_depthwise(x, xs, w, ws, group, g, y);
-    if (N > 1 && P < kConvColumns) return conv_images_together(x, xs, w, ws, group, g, pad, y);
+      return conv_depthwise(x, xs, w, ws, group, g, y, bias);
+    if (N > 1 && P < kConvColumns) return conv_images_together(x, xs, w, ws, group, g, pad, y, bias);
   }
   std::vector<T> col(pointwise ? 0 : static_cast<std::size_t>(Cg * K * P));
   for (std::int64_t n = 0; n < N; ++n) {
@@ -341,6 +357,8 @@ void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int6
         cp = col.data();
       }
       matrix_product<T>(Mg, P, Cg * K, w + gi * Mg * Cg * K, false, cp, false, y + (n * M + gi * Mg) * P);
+      if constexpr (std::is_same<T, float>::value)
+        for (std::int64_t m = gi * Mg; m < (gi + 1) * Mg; ++m) add_bias(y + (n * M + m) * P, P, bias, m);
     }
   }
 }
@@ -358,23 +376,16 @@ inline void op_conv(OpContext& ctx) {
   const std::int64_t group = ctx.node().attr_int("group", 1);
   const WindowGeometry g = conv_geometry(ctx, x.shape(), w.shape(), group);
   const std::int64_t M = w.dim(0);
-  // conv_core assigns every output (a product per group), so no zero fill
-  Tensor y = Tensor::uninitialized(DType::float32, conv_output_shape(x.shape(), M, g));
-  conv_core<float>(x.data<float>(), x.shape(), w.data<float>(), w.shape(), group, g, 0.0f,
-                   y.data<float>());
+  const float* bias = nullptr;
   if (const Tensor* b = ctx.optional_input(2)) {
     if (b->dtype() != DType::float32 || b->size() != M)
       ctx.fail("bias is ", graph::to_string(b->dtype()), " ", b->shape().to_string(), "; expected float32 [", M, "]");
-    const float* pb = b->data<float>();
-    float* py = y.data<float>();
-    const std::int64_t P = g.out_size();
-    for (std::int64_t n = 0; n < x.dim(0); ++n)
-      for (std::int64_t m = 0; m < M; ++m) {
-        float* row = py + (n * M + m) * P;
-        const float bm = pb[m];
-        detail::update_floats(row, P, [bm](float v) { return v + bm; });
-      }
+    bias = b->data<float>();
   }
+  // conv_core assigns every output (a product per group), so no zero fill
+  Tensor y = Tensor::uninitialized(DType::float32, conv_output_shape(x.shape(), M, g));
+  conv_core<float>(x.data<float>(), x.shape(), w.data<float>(), w.shape(), group, g, 0.0f,
+                   y.data<float>(), bias);
   ctx.set_output(0, std::move(y));
 }
 
