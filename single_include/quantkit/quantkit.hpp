@@ -7917,7 +7917,7 @@ HWY_AFTER_NAMESPACE();
 #endif  // QUANTKIT_SIMD_REQUANTIZE_INL_H_ toggle
 // ---- end quantkit/simd/requantize-inl.h ----
 // ---- begin quantkit/simd/window-inl.h ----
-// Per-target kernels for the integer executor's window ops on bytes:
+// Per-target kernels for the executors' window ops (bytes for the integer mode, floats for the float one):
 //   - MaxPairs: out unit i = bytewise max(in unit 2i, in unit 2i + 1), units of 1, 2, 4 or 8
 //     bytes, int8 or uint8 values. Two passes of it make a 2x2 stride-2 MaxPool over whole
 //     tensors (pairs of columns, then pairs of rows when a row is one unit), with no per-row loop.
