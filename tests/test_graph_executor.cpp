@@ -520,7 +520,7 @@ void for_each_output(const Window& w, const std::vector<std::int64_t>& out, F f)
 TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the direct definitions bit for bit") {
   std::mt19937 rng(2024);
   std::uniform_real_distribution<float> u(-4.0f, 4.0f);
-  int pools = 0, blocks = 0, large = 0, unpadded = 0;
+  int pools = 0, blocks = 0, large = 0, unpadded = 0, short_rows = 0, fixed_rows = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const int s = 1 + trial % 3;
     Window w = random_window(rng, s);
@@ -558,20 +558,42 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
     const std::int64_t C = 2, in_size = g.in_size(), P = g.out_size(), K = g.kernel_size(), ld = P + 3;
     std::vector<float> x(static_cast<std::size_t>(C * in_size));
     for (auto& v : x) v = u(rng);
-    std::vector<float> col(static_cast<std::size_t>(C * K * ld), 99.0f), want = col;
-    for (std::int64_t c = 0; c < C; ++c) {
-      std::int64_t p = 0;
-      for_each_output(w, out, [&](const std::vector<std::tuple<std::int64_t, bool, std::int64_t>>& taps) {
-        for (std::size_t t = 0; t < taps.size(); ++t) {
-          const std::int64_t at = std::get<0>(taps[t]);
-          want[static_cast<std::size_t>((c * K + static_cast<std::int64_t>(t)) * ld + p)] =
-              at < 0 ? -7.0f : x[static_cast<std::size_t>(c * in_size + at)];
-        }
-        ++p;
-      });
-    }
+    const auto columns = [&](const std::vector<float>& xv, float pad) {
+      std::vector<float> r(static_cast<std::size_t>(C * K * ld), 99.0f);
+      for (std::int64_t c = 0; c < C; ++c) {
+        std::int64_t p = 0;
+        for_each_output(w, out, [&](const std::vector<std::tuple<std::int64_t, bool, std::int64_t>>& taps) {
+          for (std::size_t t = 0; t < taps.size(); ++t) {
+            const std::int64_t at = std::get<0>(taps[t]);
+            r[static_cast<std::size_t>((c * K + static_cast<std::int64_t>(t)) * ld + p)] =
+                at < 0 ? pad : xv[static_cast<std::size_t>(c * in_size + at)];
+          }
+          ++p;
+        });
+      }
+      return r;
+    };
+    const std::vector<float> want = columns(x, -7.0f);
+    std::vector<float> col(want.size(), 99.0f);
     qk::ops::im2col(x.data(), C, g, -7.0f, col.data(), ld);
     CHECK_MESSAGE(col == want, "im2col, trial " << trial);
+    {  // the same columns of bytes (the integer mode's im2col: 1-byte rows, other fixed copies)
+      std::vector<float> xv(x.size());
+      for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>((i * 29 + 3) % 251);
+      const std::vector<float> wf = columns(xv, 7.0f);
+      const std::vector<std::uint8_t> xb(xv.begin(), xv.end()), wantb(wf.begin(), wf.end());
+      std::vector<std::uint8_t> colb(wantb.size(), 99);
+      qk::ops::im2col(xb.data(), C, g, std::uint8_t{7}, colb.data(), ld);
+      CHECK_MESSAGE(colb == wantb, "im2col of bytes, trial " << trial);
+    }
+    // im2col's list of short-row copies (stride 1 across, rows of at most 64 bytes, not one
+    // copy per tap): 8-, 16- and 32-byte rows are fixed-size moves
+    const std::int64_t OW = g.out[2], PW = g.in[2] + g.pad_begin[2] + g.pad_end[2];
+    const bool one_copy_per_tap = g.stride[2] == 1 && g.stride[1] == 1 && OW == PW;
+    if (g.stride[2] == 1 && !one_copy_per_tap && OW <= 16 && K * g.out[0] * g.out[1] <= 256) {
+      ++short_rows;
+      fixed_rows += OW == 2 || OW == 4 || OW == 8 ? 1 : 0;
+    }
     // Depthwise Conv (group 2, 2 outputs per channel; 1-D and 2-D take the direct loop, 3-D
     // and a NaN weight the column matrix): gemm_f32's sums over the zero-padded columns.
     {
@@ -653,6 +675,8 @@ TEST_CASE("im2col, MaxPool, AveragePool: random 1-D to 3-D windows equal the dir
   CHECK(blocks > 20);
   CHECK(large > 10);
   CHECK(unpadded > 20);
+  CHECK(short_rows > 40);
+  CHECK(fixed_rows > 10);
   // 2x2 stride 2 (the fast paths) on 2 x 3 x 6 x 8, with a NaN as a window's first, second and
   // last tap and tied signed zeros: the general loop's values (it runs when Indices are wanted).
   std::vector<float> x(2 * 3 * 6 * 8);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -151,16 +152,54 @@ void im2col(const T* x, std::int64_t channels, const WindowGeometry& g, T pad, T
   // SW == 1, SH == 1 and output rows as wide as the plane's (a kernel one wide, no W padding):
   // a tap's rows of one depth are one copy
   const bool rows_as_block = SW == 1 && SH == 1 && OW == PW;
+  const auto make_plane = [&](std::int64_t c) -> const T* {
+    const T* src = x + c * in_size;
+    if (!padded) return src;
+    for (std::int64_t d = 0; d < ID; ++d)
+      for (std::int64_t h = 0; h < IH; ++h)
+        detail::copy_row(src + (d * IH + h) * IW,
+                         plane + ((d + g.pad_begin[0]) * PH + h + g.pad_begin[1]) * PW + g.pad_begin[2], IW);
+    return plane;
+  };
+  // Short rows (small images, stride 1 across): every channel makes the same copies, so their
+  // offsets are listed once and each channel's copies are a flat loop of OW-value moves (the
+  // nested tap and row loops cost more than a 16-byte copy).
+  const std::int64_t K = g.kernel_size(), copies = K * OD * OH;
+  if (SW == 1 && !rows_as_block && OW * static_cast<std::int64_t>(sizeof(T)) <= 64 && copies <= 256) {
+    std::int64_t src_at[256], dst_at[256];
+    std::int64_t i = 0;
+    for (std::int64_t kd = 0, r = 0; kd < g.kernel[0]; ++kd)
+      for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
+        for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++r)
+          for (std::int64_t od = 0; od < OD; ++od)
+            for (std::int64_t oh = 0; oh < OH; ++oh, ++i) {
+              src_at[i] = ((kd * g.dilation[0] + od * SD) * PH + kh * g.dilation[1] + oh * SH) * PW + kw * g.dilation[2];
+              dst_at[i] = r * ld + (od * OH + oh) * OW;
+            }
+    const auto copy_all = [&](auto fixed_bytes) {
+      constexpr std::size_t bytes = decltype(fixed_bytes)::value;
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const T* src = make_plane(c);
+        T* dst = col + c * K * ld;
+        for (std::int64_t j = 0; j < copies; ++j) {
+          if constexpr (bytes == 0) {
+            detail::copy_row(src + src_at[j], dst + dst_at[j], OW);
+          } else {
+            std::memcpy(dst + dst_at[j], src + src_at[j], bytes);
+          }
+        }
+      }
+    };
+    switch (OW * static_cast<std::int64_t>(sizeof(T))) {
+      case 8: return copy_all(std::integral_constant<std::size_t, 8>{});
+      case 16: return copy_all(std::integral_constant<std::size_t, 16>{});
+      case 32: return copy_all(std::integral_constant<std::size_t, 32>{});
+      default: return copy_all(std::integral_constant<std::size_t, 0>{});
+    }
+  }
   std::int64_t row = 0;
   for (std::int64_t c = 0; c < channels; ++c) {
-    const T* src = x + c * in_size;
-    if (padded) {
-      for (std::int64_t d = 0; d < ID; ++d)
-        for (std::int64_t h = 0; h < IH; ++h)
-          detail::copy_row(src + (d * IH + h) * IW,
-                           plane + ((d + g.pad_begin[0]) * PH + h + g.pad_begin[1]) * PW + g.pad_begin[2], IW);
-      src = plane;
-    }
+    const T* src = make_plane(c);
     for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd)
       for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh)
         for (std::int64_t kw = 0; kw < g.kernel[2]; ++kw, ++row) {
@@ -227,6 +266,16 @@ inline void add_bias(float* out, std::int64_t n, const float* bias, std::int64_t
 constexpr std::int64_t kConvColumns = 1024;
 constexpr std::int64_t kConvColumnFloats = std::int64_t{1} << 22;  // 16 MB
 
+// A row stride (floats) for matrices of `width` columns whose rows are written or read a few
+// values at a time: a whole number of 64-byte lines, and an odd number of them, so consecutive
+// rows fall in different cache sets. Rows 4 KiB apart (1024 columns) all share one L1 set:
+// im2col's hundreds of rows per image then evict each other on every store.
+inline std::int64_t unaliased_stride(std::int64_t width) {
+  std::int64_t lines = (width + 15) / 16;
+  if (lines % 2 == 0) ++lines;
+  return lines * 16;
+}
+
 inline void conv_images_together(const float* x, const Dims& xs, const float* w, const Dims& ws, std::int64_t group,
                                  const WindowGeometry& g, float pad, float* y, const float* bias) {
   const std::int64_t N = xs[0], C = xs[1], M = ws[0];
@@ -235,8 +284,10 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
   const bool pointwise = is_pointwise(g);
   const std::int64_t chunk =
       std::max<std::int64_t>(1, std::min({N, (kConvColumns + P - 1) / P, KK > 0 ? kConvColumnFloats / (KK * P) : N}));
-  std::vector<float> col(static_cast<std::size_t>(KK * chunk * P));
-  std::vector<float> out(static_cast<std::size_t>(Mg * chunk * P));
+  const std::int64_t ld = unaliased_stride(chunk * P);  // of the columns and the product
+  // not zero-filled: every value the product reads is written first (columns [0, W) of each row)
+  const std::unique_ptr<float[]> col(new float[static_cast<std::size_t>(KK * ld)]);
+  const std::unique_ptr<float[]> out(new float[static_cast<std::size_t>(Mg * ld)]);
   for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
     const std::int64_t nb = std::min(chunk, N - n0), W = nb * P;
     for (std::int64_t gi = 0; gi < group; ++gi) {
@@ -244,15 +295,17 @@ inline void conv_images_together(const float* x, const Dims& xs, const float* w,
         const float* xg = x + ((n0 + j) * C + gi * Cg) * in_size;
         if (pointwise) {  // the input planes are the columns (in_size == P)
           for (std::int64_t c = 0; c < Cg; ++c)
-            detail::copy_row(xg + c * in_size, col.data() + c * W + j * P, P);
+            detail::copy_row(xg + c * in_size, col.get() + c * ld + j * P, P);
         } else {
-          im2col(xg, Cg, g, pad, col.data() + j * P, W);
+          im2col(xg, Cg, g, pad, col.get() + j * P, ld);
         }
       }
-      matrix_product<float>(Mg, W, KK, w + gi * Mg * KK, false, col.data(), false, out.data());
+      simd::gemm_f32(static_cast<std::size_t>(Mg), static_cast<std::size_t>(W), static_cast<std::size_t>(KK),
+                     w + gi * Mg * KK, static_cast<std::size_t>(KK), false, col.get(), static_cast<std::size_t>(ld),
+                     false, out.get(), static_cast<std::size_t>(ld));
       for (std::int64_t j = 0; j < nb; ++j)
         for (std::int64_t m = 0; m < Mg; ++m) {
-          const float* src = out.data() + m * W + j * P;
+          const float* src = out.get() + m * ld + j * P;
           float* dst = y + ((n0 + j) * M + gi * Mg + m) * P;
           if (bias) {
             const float bm = bias[gi * Mg + m];
