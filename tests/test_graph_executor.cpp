@@ -3,6 +3,7 @@
 // error paths (every error names the node and op).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -224,6 +226,80 @@ TEST_CASE("Executor: values shared, overridden, requested twice; copies and move
     out = e->run({{"x", x}});
     check_floats(out.at("t"), {2}, {3.0f, -2.0f});
   }
+}
+
+TEST_CASE("Executor: tensor storage reused from run to run (graph::BufferPool)") {
+  // x -> Relu -> LeakyRelu -> Relu -> z, 4096 floats: every run makes three 16 KiB tensors
+  Graph g;
+  g.inputs.push_back({"x", DType::float32, true, {4096}, {""}});
+  g.outputs.push_back({"z", DType::float32, false, {}, {}});
+  g.nodes.push_back({"Relu", "", "r1", {"x"}, {"a"}, {}, "m.onnx"});
+  g.nodes.push_back({"LeakyRelu", "", "l", {"a"}, {"b"}, {}, "m.onnx"});
+  g.nodes.push_back({"Relu", "", "r2", {"b"}, {"z"}, {}, "m.onnx"});
+  std::vector<float> xv(4096);
+  for (std::size_t i = 0; i < xv.size(); ++i) xv[i] = static_cast<float>(i % 7) - 3.0f;
+  const Tensor x = f32({4096}, xv);
+  std::vector<float> want(4096);
+  for (std::size_t i = 0; i < xv.size(); ++i) want[i] = std::max(xv[i], 0.0f);
+  std::map<std::string, Tensor> late;
+  {
+    const qk::Executor<> ex(g);
+    const qk::graph::BufferPool& pool = ex.buffer_pool();
+    CHECK(pool.reused_blocks() == 0);
+    auto out = ex.run({{"x", x}});
+    check_floats(out.at("z"), {4096}, want);
+    // a went back to the pool when b was made, and z took its block; b is back now, z with us
+    constexpr std::size_t bytes = 4096 * sizeof(float);
+    CHECK(pool.reused_blocks() == 1);
+    CHECK(pool.peak_bytes() == 2 * bytes);
+    CHECK(pool.cached_bytes() == bytes);
+    out.clear();  // z comes back too: two blocks kept, the most ever out at once
+    CHECK(pool.cached_bytes() == 2 * bytes);
+    for (int r = 0; r < 3; ++r) {
+      out = ex.run({{"x", x}});
+      check_floats(out.at("z"), {4096}, want);
+    }
+    CHECK(pool.reused_blocks() >= 7);  // at least two blocks of every later run came from the pool
+    CHECK(pool.cached_bytes() <= pool.peak_bytes());
+    // a block freed on another thread goes back all the same
+    const std::size_t cached = pool.cached_bytes();
+    Tensor moved = std::move(out.at("z"));
+    std::thread([t = std::move(moved)]() mutable { t = Tensor(); }).join();
+    CHECK(pool.cached_bytes() == std::min(cached + bytes, pool.peak_bytes()));
+    // a copy of the executor shares the pool
+    const qk::Executor<> copy = ex;
+    const std::size_t before = pool.reused_blocks();
+    late = copy.run({{"x", x}});
+    CHECK(&copy.buffer_pool() == &pool);
+    CHECK(pool.reused_blocks() > before);
+  }
+  // outputs outlive the executors: their blocks are freed when they go (ASan checks the rest)
+  check_floats(late.at("z"), {4096}, want);
+  late.clear();
+
+  // The pool alone: exact sizes reused, scopes nest and restore, no pool outside a scope.
+  auto pool = qk::graph::BufferPool::create();
+  {
+    const qk::graph::ScopedBufferPool scope(pool.get());
+    { Tensor t(DType::float32, Dims{100}); }
+    CHECK(pool->cached_bytes() == 400);
+    {
+      const qk::graph::ScopedBufferPool none(nullptr);  // plain storage inside
+      Tensor t(DType::float32, Dims{100});
+    }
+    CHECK(pool->reused_blocks() == 0);
+    CHECK(pool->cached_bytes() == 400);
+    Tensor same(DType::float32, Dims{100});  // zero-filled even from a reused block
+    CHECK(pool->reused_blocks() == 1);
+    CHECK(same.to_vector<float>() == std::vector<float>(100, 0.0f));
+    Tensor other(DType::int8, Dims{400});  // the same bytes: reused across element types
+    Tensor larger(DType::float32, Dims{101});
+    CHECK(pool->reused_blocks() == 1);
+    CHECK(pool->peak_bytes() == 400 + 400 + 408);  // storage is whole 8-byte words
+  }
+  CHECK(pool->cached_bytes() == 400 + 400 + 408);
+  { Tensor t(DType::float32, Dims{100}); }  // outside the scope: not from the pool
+  CHECK(pool->reused_blocks() == 1);
 }
 
 TEST_CASE("Executor: chosen outputs, intermediates, callback, input checks, unknown op") {

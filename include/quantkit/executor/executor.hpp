@@ -19,6 +19,9 @@
 // Ops may keep values derived from initializers, made once when the executor is built
 // (OpRegistry::set_prepare: float Gemm keeps a transB = 1 weight transposed back); a run that
 // feeds such an initializer computes from the fed value instead.
+// The tensors a run makes take their storage from the executor's graph::BufferPool: what one
+// run freed, the next reuses (kept up to the most bytes a run had out at once), instead of
+// glibc handing the megabytes back to the system and faulting them in again on every run.
 #pragma once
 
 #include <algorithm>
@@ -36,6 +39,7 @@
 #include "quantkit/error.hpp"
 #include "quantkit/executor/builtin_ops.hpp"
 #include "quantkit/executor/registry.hpp"
+#include "quantkit/graph/buffer_pool.hpp"
 #include "quantkit/graph/graph.hpp"
 #include "quantkit/graph/tensor.hpp"
 #include "quantkit/tensor/tensor_traits.hpp"
@@ -95,6 +99,9 @@ class Executor {
 
   const graph::Graph& graph() const { return graph_; }
   const Mode& mode() const { return mode_; }
+  // Where run() takes tensor storage from: the blocks earlier runs freed, kept up to the most
+  // bytes the runs had out at once (see graph/buffer_pool.hpp).
+  const graph::BufferPool& buffer_pool() const { return *pool_.get(); }
 
  private:
   Executor(graph::Graph g, Mode mode, const OpRegistry* registry)
@@ -111,6 +118,7 @@ class Executor {
  public:
   TensorMap run(const TensorMap& inputs, const RunOptions& options = {}) const {
     check_inputs(inputs);
+    const graph::ScopedBufferPool storage(pool_.get());
     std::vector<std::string> wanted = options.outputs;
     if (wanted.empty())
       for (const auto& o : graph_.outputs) wanted.push_back(o.name);
@@ -354,6 +362,8 @@ class Executor {
   std::vector<std::vector<std::size_t>> node_inputs_, node_outputs_;  // kNoValue: omitted
   std::vector<std::size_t> producer_;                 // node index, or kNoValue
   std::vector<char> is_initializer_;
+  // Storage of the tensors run() makes, reused by the next run (copies of the executor share it).
+  graph::BufferPool::Handle pool_ = graph::BufferPool::create();
 };
 
 }  // namespace quantkit

@@ -15,22 +15,29 @@
 #include <vector>
 
 #include "quantkit/error.hpp"
+#include "quantkit/graph/buffer_pool.hpp"
 #include "quantkit/graph/dtype.hpp"
 #include "quantkit/tensor/view.hpp"
 
 namespace quantkit {
 namespace detail {
-// std::allocator whose resize() leaves new elements unset (default-initialization): what
-// Tensor::uninitialized needs to skip the zero fill.
+// The allocator of tensor storage: resize() leaves new elements unset (default-initialization:
+// what Tensor::uninitialized needs to skip the zero fill), and the bytes come from the thread's
+// current graph::BufferPool when there is one (an Executor run), else operator new.
 template <class T>
-struct DefaultInitAllocator : std::allocator<T> {
+struct TensorStorageAllocator : std::allocator<T> {
   template <class U>
   struct rebind {
-    using other = DefaultInitAllocator<U>;
+    using other = TensorStorageAllocator<U>;
   };
-  DefaultInitAllocator() = default;
+  TensorStorageAllocator() = default;
   template <class U>
-  DefaultInitAllocator(const DefaultInitAllocator<U>&) noexcept {}
+  TensorStorageAllocator(const TensorStorageAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) - 16) throw std::bad_array_new_length();
+    return static_cast<T*>(pool_allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { pool_release(p); }
   template <class U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible<U>::value) {
     ::new (static_cast<void*>(p)) U;
@@ -201,7 +208,7 @@ class Tensor {
   Dims shape_{};
   std::string name_;
   std::size_t nbytes_ = 0;
-  std::vector<std::uint64_t, quantkit::detail::DefaultInitAllocator<std::uint64_t>> words_;
+  std::vector<std::uint64_t, quantkit::detail::TensorStorageAllocator<std::uint64_t>> words_;
 };
 
 }  // namespace graph
