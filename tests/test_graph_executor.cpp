@@ -502,6 +502,14 @@ TEST_CASE("Conv: 2-D, pads and strides, bias, depthwise, 1-D dilated, 3-D, auto_
   check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("SAME_UPPER")}}), {1, 1, 4}, {3, 5, 7, 4});
   check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("SAME_LOWER")}}), {1, 1, 4}, {1, 3, 5, 7});
   check_floats(run1("Conv", {x1, w1}, {{"auto_pad", S("VALID")}, {"strides", Is({2})}}), {1, 1, 2}, {3, 7});
+  // An extent of 0 under SAME padding has no outputs: an empty result for a batch of images
+  // (the images-together path divided by the output size: SIGFPE), grouped or not.
+  for (const std::int64_t group : {1, 2}) {
+    Attrs za{{"auto_pad", S("SAME_UPPER")}, {"group", I(group)}};
+    const Tensor z = run1("Conv", {f32({2, 2, 0, 4}, {}), f32({2, 2 / group, 3, 3}, std::vector<float>(static_cast<std::size_t>(36 / group), 1.0f))}, za);
+    CHECK(z.shape() == Dims{2, 2, 0, 4});
+    CHECK(z.size() == 0);
+  }
   // Errors name the node.
   CHECK(contains(error_of([&] { run1("Conv", {x, f32({1, 2, 2, 2}, std::vector<float>(8, 1.0f))}); }),
                  "node 'n0' (op Conv): input has 1 channels but weight [1, 2, 2, 2]"));

@@ -268,8 +268,8 @@ constexpr std::int64_t kConvColumnFloats = std::int64_t{1} << 22;  // 16 MB
 
 // A row stride (floats) for matrices of `width` columns whose rows are written or read a few
 // values at a time: a whole number of 64-byte lines, and an odd number of them, so consecutive
-// rows fall in different cache sets. Rows 4 KiB apart (1024 columns) all share one L1 set:
-// im2col's hundreds of rows per image then evict each other on every store.
+// rows fall in different cache sets. Rows 4 KiB apart (1024 columns) all map to one L1 set,
+// where im2col's 144 rows of an image compete for its 12 ways (a few % of that convolution).
 inline std::int64_t unaliased_stride(std::int64_t width) {
   std::int64_t lines = (width + 15) / 16;
   if (lines % 2 == 0) ++lines;
@@ -395,6 +395,7 @@ void conv_core(const T* x, const Dims& xs, const T* w, const Dims& ws, std::int6
   const std::int64_t Cg = C / group, Mg = M / group, K = g.kernel_size(), P = g.out_size();
   const std::int64_t in_size = g.in_size();
   const bool pointwise = is_pointwise(g);
+  if (N == 0 || P == 0) return;  // no outputs (an extent of 0 under SAME padding: out = 0)
   if constexpr (std::is_same<T, float>::value) {
     if (Cg == 1 && g.spatial <= 2 && pad == 0.0f && all_finite(w, M * K))
       return conv_depthwise(x, xs, w, ws, group, g, y, bias);
