@@ -18,6 +18,7 @@
 #include <map>
 #include <mutex>
 #include <new>
+#include <utility>
 
 namespace quantkit {
 namespace graph {
@@ -136,48 +137,36 @@ class BufferPool {
   std::multimap<std::size_t, quantkit::detail::BlockHeader*> free_;
   std::size_t cached_ = 0, out_ = 0, peak_ = 0, reused_ = 0;
   bool open_ = true;
-  std::atomic<std::size_t> refs_{1};  // the handles' share, plus one per block handed out
+  std::atomic<std::size_t> refs_{1};     // the handles' share, plus one per block handed out
+  std::atomic<std::size_t> handles_{1};  // Handle copies
 };
 
 // Shared ownership of a pool (copies share it); the last copy closes it.
 class BufferPool::Handle {
  public:
   Handle() = default;
-  Handle(const Handle& o) : state_(o.state_) {
-    if (state_) state_->handles.fetch_add(1, std::memory_order_relaxed);
+  Handle(const Handle& o) noexcept : pool_(o.pool_) {
+    if (pool_) pool_->handles_.fetch_add(1, std::memory_order_relaxed);
   }
-  Handle(Handle&& o) noexcept : state_(o.state_) { o.state_ = nullptr; }
+  Handle(Handle&& o) noexcept : pool_(o.pool_) { o.pool_ = nullptr; }
   Handle& operator=(Handle o) noexcept {
-    std::swap(state_, o.state_);
+    std::swap(pool_, o.pool_);
     return *this;
   }
   ~Handle() {
-    if (state_ && state_->handles.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      state_->pool->close();
-      delete state_;
-    }
+    if (pool_ && pool_->handles_.fetch_sub(1, std::memory_order_acq_rel) == 1) pool_->close();
   }
-  BufferPool* get() const { return state_ ? state_->pool : nullptr; }
-  BufferPool* operator->() const { return get(); }
+  BufferPool* get() const { return pool_; }
+  BufferPool* operator->() const { return pool_; }
 
  private:
   friend class BufferPool;
-  struct State {
-    BufferPool* pool;
-    std::atomic<std::size_t> handles{1};
-  };
-  State* state_ = nullptr;
+  BufferPool* pool_ = nullptr;
 };
 
 inline BufferPool::Handle BufferPool::create() {
   Handle h;
-  BufferPool* p = new BufferPool();
-  try {
-    h.state_ = new Handle::State{p};
-  } catch (...) {
-    delete p;
-    throw;
-  }
+  h.pool_ = new BufferPool();
   return h;
 }
 
