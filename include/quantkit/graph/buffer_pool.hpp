@@ -33,6 +33,14 @@ struct alignas(16) BlockHeader {
 };
 static_assert(sizeof(BlockHeader) == 16, "the header keeps the data 16-byte aligned");
 
+// A new block of `bytes` usable bytes going back to `pool` (nullptr: operator delete).
+inline BlockHeader* new_block(graph::BufferPool* pool, std::size_t bytes) {
+  BlockHeader* h = static_cast<BlockHeader*>(::operator new(sizeof(BlockHeader) + bytes));
+  h->pool = pool;
+  h->bytes = bytes;
+  return h;
+}
+
 inline graph::BufferPool*& current_pool() {
   static thread_local graph::BufferPool* pool = nullptr;
   return pool;
@@ -78,17 +86,14 @@ class BufferPool {
         return h + 1;
       }
     }
-    void* raw = nullptr;
+    quantkit::detail::BlockHeader* h = nullptr;
     try {
-      raw = ::operator new(sizeof(quantkit::detail::BlockHeader) + bytes);
+      h = quantkit::detail::new_block(this, bytes);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       out_ -= bytes;
       throw;
     }
-    quantkit::detail::BlockHeader* h = static_cast<quantkit::detail::BlockHeader*>(raw);
-    h->pool = this;
-    h->bytes = bytes;
     refs_.fetch_add(1, std::memory_order_relaxed);
     return h + 1;
   }
@@ -191,10 +196,7 @@ namespace detail {
 // Storage for `bytes` bytes, 16-byte aligned: from the thread's current pool, else new.
 inline void* pool_allocate(std::size_t bytes) {
   if (graph::BufferPool* p = current_pool()) return p->allocate(bytes);
-  BlockHeader* h = static_cast<BlockHeader*>(::operator new(sizeof(BlockHeader) + bytes));
-  h->pool = nullptr;
-  h->bytes = bytes;
-  return h + 1;
+  return new_block(nullptr, bytes) + 1;
 }
 
 inline void pool_release(void* data) noexcept {
