@@ -125,6 +125,47 @@ TEST_CASE("simd: quantize/fake-quantize per tensor, every type x rounding x appl
   });
 }
 
+TEST_CASE("simd: every tricky value, every target x type x rounding x application") {
+  // quantize_inputs draws the tricky values at random, so a value alone on one rounding decision
+  // (pred(1/2) = 0.49999997, odd integers past 2^23, +-FLT_MAX, NaN) may never reach a kernel:
+  // here each one does, in every position of a vector (the list shifted by 0..16), at scales that
+  // keep it exact (1, 1/4) and one that does not (0.1). AVX-512's half-away conversion adds
+  // copysign(pred(1/2), t) and truncates: adding 1/2 instead fails on 0.49999997 and 8388609.
+  const std::vector<float> tricky = simd_test::tricky_values();
+  for_each_target("every tricky value", [&](const qks::Kernels& k) {
+    auto check = [&](auto type, qk::IntRange range, std::int32_t zp) {
+      using Q = decltype(type);
+      for (const float scale : {1.0f, 0.25f, 0.1f}) {
+        std::vector<float> data;
+        for (std::size_t shift = 0; shift <= 16; ++shift) {
+          for (std::size_t i = 0; i < tricky.size(); ++i) data.push_back(tricky[(i + shift) % tricky.size()] * scale);
+        }
+        const qk::View<const float> x(data.data(), qk::Dims{static_cast<std::int64_t>(data.size())});
+        qk::QuantParams p;
+        p.scale = {scale};
+        p.zero_point = {zp};
+        p.range = range;
+        simd_test::for_each_deterministic_rounding([&](const auto& round) {
+          for (const auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+            std::vector<Q> want(data.size()), got(data.size());
+            qk::ref::quantize(x, p, qk::View<Q>(want.data(), x.shape()), round, app);
+            qks::quantize(x, p, qk::View<Q>(got.data(), x.shape()), round, app, &k);
+            const std::string what = std::string(qk::to_string(std::decay_t<decltype(round)>::mode)) + ", " +
+                                     simd_test::app_name(app) + ", scale " + std::to_string(scale);
+            CAPTURE(what);
+            QK_CHECK_SAME(got, want, data);
+          }
+        });
+      }
+    };
+    check(std::int8_t{}, simd_test::range_of<std::int8_t>(), 0);
+    check(std::int8_t{}, qk::IntRange{-127, 127}, 5);
+    check(std::uint8_t{}, simd_test::range_of<std::uint8_t>(), 128);
+    check(std::int16_t{}, simd_test::range_of<std::int16_t>(), -3);
+    check(std::int32_t{}, qk::IntRange{-16777216, 16777216}, 0);
+  });
+}
+
 // fesetround(mode) for a scope, back to the default at its end (also when a REQUIRE throws).
 struct RoundingModeScope {
   explicit RoundingModeScope(int mode) { REQUIRE(std::fesetround(mode) == 0); }
