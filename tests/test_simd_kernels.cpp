@@ -130,7 +130,7 @@ TEST_CASE("simd: every tricky value, every target x type x rounding x applicatio
   // (pred(1/2) = 0.49999997, odd integers past 2^23, +-FLT_MAX, NaN) may never reach a kernel:
   // here each one does, in every position of a vector (the list shifted by 0..16), at scales that
   // keep it exact (1, 1/4) and one that does not (0.1). AVX-512's half-away conversion adds
-  // copysign(pred(1/2), t) and truncates: adding 1/2 instead fails on 0.49999997 and 8388609.
+  // copysign(pred(1/2), t) and truncates: adding 1/2 instead fails here (on +-0.49999997).
   const std::vector<float> tricky = simd_test::tricky_values();
   for_each_target("every tricky value", [&](const qks::Kernels& k) {
     auto check = [&](auto type, qk::IntRange range, std::int32_t zp) {

@@ -4642,8 +4642,8 @@ HWY_INLINE void StoreQuantized(D d, V v, V z, V s, Out* HWY_RESTRICT p) {
 // ------------------------------ Fast path: deterministic rounding, constant parameters
 // Clamps first, in float, to [lo - z, hi - z]: equal to clamping R(t) + z to [lo, hi], as R is
 // monotone and keeps integers. The rounded value then converts straight to int32 (one
-// instruction for half-even on AVX-512), NaN lanes are zeroed by their mask (q = z), and z is
-// added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
+// instruction for half-even on AVX-512), NaN lanes are zeroed (q = z: by fixupimm before the
+// clamp on AVX-512, by their mask elsewhere), and z is added to the integers. Fake-quantize multiplies R(t) + 0 (+0, never -0, as q - z is) by s.
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // R(t) as int32 for a clamped t (or -inf / below -2^31: INT32_MIN). Half-even: one conversion
