@@ -201,6 +201,93 @@ TEST_CASE("simd raw: bad scales are named with the function and the channel inde
   CHECK(all_sentinel(q, std::int8_t{77}));
 }
 
+// Multiplying by the reciprocal needs 1.0f / scale finite: below kMinReciprocalScale (a denormal)
+// it is +inf and 0 * inf is NaN (PyTorch quantizes every value, 1.0 included, to qmin there).
+// Every front end and the reference reject those scales, naming them; the smallest scale they
+// take gives the reference's values, and dividing takes the rejected ones.
+TEST_CASE("simd: multiply_by_reciprocal rejects scales whose float reciprocal overflows, by every entry point") {
+  const float min_s = qk::kMinReciprocalScale;
+  CHECK(min_s == 0x1.000008p-128f);
+  CHECK(std::isfinite(1.0f / min_s));
+  CHECK(std::isinf(1.0f / std::nextafter(min_s, 0.0f)));
+  CHECK(qk::reciprocal_finite(min_s));
+  CHECK_FALSE(qk::reciprocal_finite(std::nextafter(min_s, 0.0f)));
+  const auto mul = qks::QuantizeOptions{}.with_application(qk::ScaleApplicationKind::multiply_by_reciprocal);
+  const auto mul_r = qks::QuantizeOptions(mul).with_range({-128, 127});
+  // 40 channels: the vector pass of the parameter kernel (16 or 8 lanes) and its scalar tail
+  constexpr std::size_t kCh = 40;
+  std::vector<float> x(2 * kCh);
+  const float cycle[7] = {-1e-36f, -1e-38f, 0.0f, 1e-38f, 3e-39f, 2e-39f, 1e-36f};
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = cycle[i % 7];
+  const std::vector<std::int32_t> zps(kCh, 3);
+  for (float bad : {std::nextafter(min_s, 0.0f), 2.0e-39f, 1e-45f}) {
+    CAPTURE(bad);
+    const std::string tail = " is " + str(bad) + ", whose float reciprocal is inf; multiply_by_reciprocal needs a scale >= " +
+                             str(min_s) + " (divide takes any finite scale > 0)";
+    std::vector<std::int8_t> q(x.size(), 77);
+    std::vector<float> y(x.size(), kSentinelF);
+    CHECK(error_of([&] { qks::quantize(x.data(), x.size(), bad, 0, mul, q.data()); }) ==
+          "quantkit: simd::quantize: scale" + tail);
+    CHECK(error_of([&] { qks::fake_quantize(x.data(), x.size(), bad, 0, mul_r, y.data()); }) ==
+          "quantkit: simd::fake_quantize: scale" + tail);
+    for (std::size_t c : {std::size_t{5}, std::size_t{17}, kCh - 1}) {  // vector lanes and the tail
+      CAPTURE(c);
+      std::vector<float> scales(kCh, 0.25f);
+      scales[c] = bad;
+      for (const qks::Kernels* k : qks::available_kernels()) {
+        CAPTURE(k->name);
+        CHECK(error_of([&] { qks::quantize_per_channel(x.data(), 2, kCh, 1, scales.data(), zps.data(), mul, q.data(), *k); }) ==
+              "quantkit: simd::quantize_per_channel: scale[" + str(c) + "]" + tail);
+        CHECK(error_of([&] {
+                qks::fake_quantize_per_channel(x.data(), 2, kCh, 1, scales.data(), zps.data(), mul_r, y.data(), *k);
+              }) == "quantkit: simd::fake_quantize_per_channel: scale[" + str(c) + "]" + tail);
+      }
+      // the View API and the reference name the tensor and the policy
+      qk::QuantParams p;
+      p.granularity = qk::Granularity::per_channel(1);
+      p.scale = scales;
+      p.zero_point = zps;
+      const qk::Dims shape{2, static_cast<std::int64_t>(kCh)};
+      const qk::View<const float> xv(x.data(), shape, "act");
+      const qk::View<std::int8_t> qv(q.data(), shape);
+      const std::string policy = "quantkit: tensor 'act': scale[" + str(c) + "] is " + str(bad) +
+                                 ", whose float reciprocal is inf; MultiplyByReciprocal needs a scale >= " + str(min_s) +
+                                 " (DivideByScale takes any finite scale > 0)";
+      CHECK(error_of([&] { qks::quantize(xv, p, qv, qk::RoundHalfEven{}, qk::ScaleApplicationKind::multiply_by_reciprocal); }) ==
+            policy);
+      CHECK(error_of([&] { qk::ref::quantize(xv, p, qv, qk::RoundHalfEven{}, qk::ScaleApplicationKind::multiply_by_reciprocal); }) ==
+            policy);
+      CHECK(error_of([&] { qk::ref::fake_quantize(xv, p, qk::View<float>(y.data(), shape), qk::RoundHalfEven{},
+                                                  qk::ScaleApplicationKind::multiply_by_reciprocal); }) == policy);
+      // dividing takes the same scales
+      CHECK(error_of([&] { qks::quantize(xv, p, qv); }) == "");
+      CHECK(error_of([&] { qks::quantize_per_channel(x.data(), 2, kCh, 1, scales.data(), zps.data(), q.data()); }) == "");
+    }
+    CHECK(all_sentinel(y, kSentinelF));
+  }
+  // the smallest scale taken: the reference's values on every target (x = 0 -> z, the rest
+  // saturate), per tensor and per channel
+  const std::vector<float> scales(kCh, min_s);
+  qk::QuantParams p;
+  p.scale = {min_s};
+  p.zero_point = {3};
+  const qk::Dims shape{static_cast<std::int64_t>(x.size())};
+  std::vector<std::int8_t> want(x.size());
+  qk::ref::quantize(qk::View<const float>(x.data(), shape), p, qk::View<std::int8_t>(want.data(), shape), qk::RoundHalfEven{},
+                    qk::ScaleApplicationKind::multiply_by_reciprocal);
+  CHECK(want[2] == 3);  // x = 0
+  CHECK(want[0] == -128);
+  CHECK(want[6] == 127);
+  for (const qks::Kernels* k : qks::available_kernels()) {
+    CAPTURE(k->name);
+    std::vector<std::int8_t> got(x.size(), 77), got_pc(x.size(), 77);
+    qks::quantize(x.data(), x.size(), min_s, 3, mul, got.data(), *k);
+    qks::quantize_per_channel(x.data(), 2, kCh, 1, scales.data(), zps.data(), mul, got_pc.data(), *k);
+    QK_CHECK_SAME(got, want, x);
+    QK_CHECK_SAME(got_pc, want, x);
+  }
+}
+
 // ------------------------------------------------------------------ 3. zero points
 
 TEST_CASE_TEMPLATE("simd raw: quantize zero points at the type's edges equal the reference, one past throws", Q,

@@ -15,6 +15,7 @@
 #include "quantkit/policy/format.hpp"
 #include "quantkit/policy/granularity.hpp"
 #include "quantkit/policy/rounding.hpp"
+#include "quantkit/policy/scale_application.hpp"
 #include "quantkit/policy/symmetry.hpp"
 
 namespace quantkit {
@@ -84,6 +85,18 @@ struct QuantParams {
         detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
                      range.qmin, ", ", range.qmax, "]");
     }
+  }
+
+  // validate() plus, for MultiplyByReciprocal, that every scale's float reciprocal is finite
+  // (kMinReciprocalScale).
+  void validate(const std::string& tensor_name, ScaleApplicationKind application) const {
+    validate(tensor_name);
+    if (application == ScaleApplicationKind::divide) return;
+    for (std::size_t i = 0; i < scale.size(); ++i)
+      if (!reciprocal_finite(scale[i]))
+        detail::fail(detail::describe_tensor(tensor_name), ": scale[", i, "] is ", scale[i],
+                     ", whose float reciprocal is inf; MultiplyByReciprocal needs a scale >= ",
+                     kMinReciprocalScale, " (DivideByScale takes any finite scale > 0)");
   }
 
   // The checks of validate() that do not read every parameter: counts and the range. The SIMD

@@ -510,6 +510,47 @@ decltype(auto) visit_rounding(RoundingMode mode, F&& f) {
 }  // namespace quantkit
 #endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_ROUNDING_HPP_
 // ---- end quantkit/policy/rounding.hpp ----
+// ---- begin quantkit/policy/scale_application.hpp ----
+#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
+#define QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
+// How the scale is applied when quantizing: x / scale (the ONNX QuantizeLinear spec, MLAS)
+// or x * (1 / scale) with the float32 reciprocal (PyTorch, fbgemm). They differ in the last
+// bit for some x, which moves ties: pick the one your peer uses.
+
+#include <limits>
+
+
+namespace quantkit {
+
+enum class ScaleApplicationKind { divide, multiply_by_reciprocal };
+
+struct DivideByScale {
+  using category = quantkit::category::scale_application;
+  static constexpr ScaleApplicationKind kind = ScaleApplicationKind::divide;
+};
+
+struct MultiplyByReciprocal {
+  using category = quantkit::category::scale_application;
+  static constexpr ScaleApplicationKind kind = ScaleApplicationKind::multiply_by_reciprocal;
+};
+
+// The factor kernels use: the scale itself (divide) or 1.0f / scale (multiply).
+inline float scale_factor(ScaleApplicationKind kind, float scale) {
+  return kind == ScaleApplicationKind::divide ? scale : 1.0f / scale;
+}
+// The smallest scale whose float reciprocal is finite: 2^-128 (1 + 2^-21), a denormal. Below
+// it 1.0f / scale is +inf and x * inf is NaN for x = 0 (PyTorch then quantizes every value to
+// qmin), so MultiplyByReciprocal rejects such scales; DivideByScale takes any finite scale > 0.
+constexpr float kMinReciprocalScale = 0x1.000008p-128f;
+inline bool reciprocal_finite(float scale) { return 1.0f / scale <= std::numeric_limits<float>::max(); }
+
+inline float apply_scale(ScaleApplicationKind kind, float x, float factor) {
+  return kind == ScaleApplicationKind::divide ? x / factor : x * factor;
+}
+
+}  // namespace quantkit
+#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
+// ---- end quantkit/policy/scale_application.hpp ----
 // ---- begin quantkit/policy/symmetry.hpp ----
 #ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_SYMMETRY_HPP_
 #define QUANTKIT_SINGLE_QUANTKIT_POLICY_SYMMETRY_HPP_
@@ -621,6 +662,18 @@ struct QuantParams {
         detail::fail(what(), ": zero_point[", i, "] is ", zero_point[i], "; expected a value in [",
                      range.qmin, ", ", range.qmax, "]");
     }
+  }
+
+  // validate() plus, for MultiplyByReciprocal, that every scale's float reciprocal is finite
+  // (kMinReciprocalScale).
+  void validate(const std::string& tensor_name, ScaleApplicationKind application) const {
+    validate(tensor_name);
+    if (application == ScaleApplicationKind::divide) return;
+    for (std::size_t i = 0; i < scale.size(); ++i)
+      if (!reciprocal_finite(scale[i]))
+        detail::fail(detail::describe_tensor(tensor_name), ": scale[", i, "] is ", scale[i],
+                     ", whose float reciprocal is inf; MultiplyByReciprocal needs a scale >= ",
+                     kMinReciprocalScale, " (DivideByScale takes any finite scale > 0)");
   }
 
   // The checks of validate() that do not read every parameter: counts and the range. The SIMD
@@ -840,39 +893,6 @@ inline QuantParams compute_qparams(const std::vector<Range>& ranges, Granularity
 }  // namespace quantkit
 #endif  // QUANTKIT_SINGLE_QUANTKIT_PARAMS_HPP_
 // ---- end quantkit/params.hpp ----
-// ---- begin quantkit/policy/scale_application.hpp ----
-#ifndef QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
-#define QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
-// How the scale is applied when quantizing: x / scale (the ONNX QuantizeLinear spec, MLAS)
-// or x * (1 / scale) with the float32 reciprocal (PyTorch, fbgemm). They differ in the last
-// bit for some x, which moves ties: pick the one your peer uses.
-
-
-namespace quantkit {
-
-enum class ScaleApplicationKind { divide, multiply_by_reciprocal };
-
-struct DivideByScale {
-  using category = quantkit::category::scale_application;
-  static constexpr ScaleApplicationKind kind = ScaleApplicationKind::divide;
-};
-
-struct MultiplyByReciprocal {
-  using category = quantkit::category::scale_application;
-  static constexpr ScaleApplicationKind kind = ScaleApplicationKind::multiply_by_reciprocal;
-};
-
-// The factor kernels use: the scale itself (divide) or 1.0f / scale (multiply).
-inline float scale_factor(ScaleApplicationKind kind, float scale) {
-  return kind == ScaleApplicationKind::divide ? scale : 1.0f / scale;
-}
-inline float apply_scale(ScaleApplicationKind kind, float x, float factor) {
-  return kind == ScaleApplicationKind::divide ? x / factor : x * factor;
-}
-
-}  // namespace quantkit
-#endif  // QUANTKIT_SINGLE_QUANTKIT_POLICY_SCALE_APPLICATION_HPP_
-// ---- end quantkit/policy/scale_application.hpp ----
 
 namespace quantkit {
 
@@ -1910,7 +1930,8 @@ struct QuantizeArgs {
 // The quantize kernels' per-parameter floats from a call's scales and zero points, and their
 // check, in one pass (the front end's kernel_params for many parameters): zero[i] =
 // float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
-// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// reciprocal). Returns nonzero when a scale is not finite and > 0, a reciprocal written to
+// factor is not finite (kMinReciprocalScale), or a zero point lies outside
 // [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified. With zero ==
 // nullptr (and factor == nullptr) the pass only checks (the dequantize front end's params_ok).
 struct QuantizeParamsArgs {
@@ -2372,12 +2393,14 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
 enum class ParamValues { check, caller_checks };
 
 // Shape, parameter and granularity checks every operation starts with.
+// `application`: quantize's (MultiplyByReciprocal needs finite reciprocals).
 template <class In, int RI, class Out, int RO>
 ParamLayout checked_layout(const View<In, RI>& in, const View<Out, RO>& out, const QuantParams& p,
-                           const char* what, ParamValues values = ParamValues::check) {
+                           const char* what, ParamValues values = ParamValues::check,
+                           ScaleApplicationKind application = ScaleApplicationKind::divide) {
   expect_same_shape(in, out, what);
   if (values == ParamValues::check)
-    p.validate(in.name());
+    p.validate(in.name(), application);
   else
     p.validate_counts(in.name());
   ParamLayout layout(in.shape(), p.granularity, in.name());
@@ -2396,7 +2419,7 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
               const Rounding& round = {},
               ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::quantize: input must be float");
-  const ParamLayout layout = impl::checked_layout(x, q, p, "quantize");
+  const ParamLayout layout = impl::checked_layout(x, q, p, "quantize", impl::ParamValues::check, application);
   const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, q, layout, [&](float v, Q& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
@@ -2418,7 +2441,7 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
                    const Rounding& round = {},
                    ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::fake_quantize: input must be float");
-  const ParamLayout layout = impl::checked_layout(x, y, p, "fake_quantize");
+  const ParamLayout layout = impl::checked_layout(x, y, p, "fake_quantize", impl::ParamValues::check, application);
   const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, y, layout, [&](float v, float& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
@@ -5685,16 +5708,24 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
     const auto s = hn::LoadU(d, a.scale + i);
     const auto z = hn::LoadU(di, a.zero_point + i);
     if constexpr (kZero) hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
-    if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
-    // !(s > 0) | !(s <= FLT_MAX): NaN fails both
-    const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    // !(s > 0) | !(s <= FLT_MAX): NaN fails both; the reciprocal must be finite too
+    // (kMinReciprocalScale: x * inf would be NaN for x = 0)
+    auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    if constexpr (kFactor) {
+      const auto f = hn::Div(one, s);
+      hn::StoreU(f, d, a.factor + i);
+      ok = hn::And(ok, hn::VecFromMask(d, hn::Le(f, fmax)));
+    }
     bad = hn::Or(bad, hn::AndNot(hn::BitCast(du, ok), all));
     bad = hn::Or(bad, hn::VecFromMask(du, hn::Gt(hn::Sub(hn::BitCast(du, z), lo), span)));
   }
   std::uint32_t tail = 0;
   for (; i < a.count; ++i) {
     if constexpr (kZero) a.zero[i] = static_cast<float>(a.zero_point[i]);
-    if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
+    if constexpr (kFactor) {
+      a.factor[i] = 1.0f / a.scale[i];
+      tail |= static_cast<std::uint32_t>(!(a.factor[i] <= std::numeric_limits<float>::max()));
+    }
     tail |= test.bad(a.scale[i], a.zero_point[i]);
   }
   return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
@@ -8579,7 +8610,8 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
 // zero points must lie in [zlo, zhi], which `zwhat` explains.
 inline void fail_raw_params(const char* what, bool indexed, const float* scales,
                             const std::int32_t* zero_points, std::size_t count, std::int64_t zlo,
-                            std::int64_t zhi, const char* zwhat) {
+                            std::int64_t zhi, const char* zwhat,
+                            ScaleApplicationKind application = ScaleApplicationKind::divide) {
   const auto arg = [indexed](const char* name, std::size_t c) {
     return indexed ? std::string(name) + "[" + std::to_string(c) + "]" : std::string(name);
   };
@@ -8590,6 +8622,12 @@ inline void fail_raw_params(const char* what, bool indexed, const float* scales,
       quantkit::detail::fail(what, ": ", arg("zero_point", c), " is ", zero_points[c], "; expected a value in [",
                              zlo, ", ", zhi, "]", zwhat);
   }
+  if (application == ScaleApplicationKind::divide) return;
+  for (std::size_t c = 0; c < count; ++c)
+    if (!reciprocal_finite(scales[c]))
+      quantkit::detail::fail(what, ": ", arg("scale", c), " is ", scales[c],
+                             ", whose float reciprocal is inf; multiply_by_reciprocal needs a scale >= ",
+                             kMinReciprocalScale, " (divide takes any finite scale > 0)");
 }
 
 template <class Q>
@@ -8697,7 +8735,8 @@ inline bool vector_params(const float* scales, const std::int32_t* zero_points, 
 // The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
 // which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
 // same branch-free pass the values' check (QuantParams::validate's): returns false when a
-// scale is not finite and > 0 or a zero point lies outside r. Per-channel and per-group
+// scale is not finite and > 0, its reciprocal (when one is taken) is not finite, or a zero
+// point lies outside r. Per-channel and per-group
 // parameters are converted on every call: more than one go through the target's
 // quantize_params kernel (vectors of the target's width; this loop is compiled for the
 // baseline), one (per tensor) through the loop here.
@@ -8719,7 +8758,10 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
   }
   if (reciprocal) {
     float* f = factor.data();
-    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+    for (std::size_t i = 0; i < count; ++i) {
+      f[i] = scale_factor(application, scales[i]);
+      bad |= static_cast<std::uint32_t>(!(f[i] <= std::numeric_limits<float>::max()));  // reciprocal_finite
+    }
   }
   return bad == 0;
 }
@@ -8794,7 +8836,7 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     const float* pf = nullptr;
     if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
                                 kernels))
-      p.validate(x.name());  // throws, naming the first bad value
+      p.validate(x.name(), application);  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
@@ -8834,7 +8876,7 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
     const float* pf = nullptr;
     if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
                                 kernels))
-      p.validate(x.name());  // throws, naming the first bad value
+      p.validate(x.name(), application);  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
@@ -9240,7 +9282,8 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   ParamArray<float> factor(count), zero(count);
   const float* pf = nullptr;
   if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf, kernels))
-    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)",
+                    o.application);
   QuantizeArgs a;
   write_plan(a.plan);
   a.x = x;

@@ -628,6 +628,8 @@ void check_requant_constants(const std::vector<Constants>& constants, const Pref
 // or x * (1 / scale) with the float32 reciprocal (PyTorch, fbgemm). They differ in the last
 // bit for some x, which moves ties: pick the one your peer uses.
 
+#include <limits>
+
 
 namespace quantkit {
 
@@ -647,6 +649,12 @@ struct MultiplyByReciprocal {
 inline float scale_factor(ScaleApplicationKind kind, float scale) {
   return kind == ScaleApplicationKind::divide ? scale : 1.0f / scale;
 }
+// The smallest scale whose float reciprocal is finite: 2^-128 (1 + 2^-21), a denormal. Below
+// it 1.0f / scale is +inf and x * inf is NaN for x = 0 (PyTorch then quantizes every value to
+// qmin), so MultiplyByReciprocal rejects such scales; DivideByScale takes any finite scale > 0.
+constexpr float kMinReciprocalScale = 0x1.000008p-128f;
+inline bool reciprocal_finite(float scale) { return 1.0f / scale <= std::numeric_limits<float>::max(); }
+
 inline float apply_scale(ScaleApplicationKind kind, float x, float factor) {
   return kind == ScaleApplicationKind::divide ? x / factor : x * factor;
 }
@@ -981,7 +989,8 @@ struct QuantizeArgs {
 // The quantize kernels' per-parameter floats from a call's scales and zero points, and their
 // check, in one pass (the front end's kernel_params for many parameters): zero[i] =
 // float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
-// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// reciprocal). Returns nonzero when a scale is not finite and > 0, a reciprocal written to
+// factor is not finite (kMinReciprocalScale), or a zero point lies outside
 // [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified. With zero ==
 // nullptr (and factor == nullptr) the pass only checks (the dequantize front end's params_ok).
 struct QuantizeParamsArgs {
@@ -3569,6 +3578,18 @@ struct QuantParams {
     }
   }
 
+  // validate() plus, for MultiplyByReciprocal, that every scale's float reciprocal is finite
+  // (kMinReciprocalScale).
+  void validate(const std::string& tensor_name, ScaleApplicationKind application) const {
+    validate(tensor_name);
+    if (application == ScaleApplicationKind::divide) return;
+    for (std::size_t i = 0; i < scale.size(); ++i)
+      if (!reciprocal_finite(scale[i]))
+        detail::fail(detail::describe_tensor(tensor_name), ": scale[", i, "] is ", scale[i],
+                     ", whose float reciprocal is inf; MultiplyByReciprocal needs a scale >= ",
+                     kMinReciprocalScale, " (DivideByScale takes any finite scale > 0)");
+  }
+
   // The checks of validate() that do not read every parameter: counts and the range. The SIMD
   // front ends check the values in the pass that converts them for the kernels.
   void validate_counts(const std::string& tensor_name = {}) const {
@@ -4866,16 +4887,24 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
     const auto s = hn::LoadU(d, a.scale + i);
     const auto z = hn::LoadU(di, a.zero_point + i);
     if constexpr (kZero) hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
-    if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
-    // !(s > 0) | !(s <= FLT_MAX): NaN fails both
-    const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    // !(s > 0) | !(s <= FLT_MAX): NaN fails both; the reciprocal must be finite too
+    // (kMinReciprocalScale: x * inf would be NaN for x = 0)
+    auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    if constexpr (kFactor) {
+      const auto f = hn::Div(one, s);
+      hn::StoreU(f, d, a.factor + i);
+      ok = hn::And(ok, hn::VecFromMask(d, hn::Le(f, fmax)));
+    }
     bad = hn::Or(bad, hn::AndNot(hn::BitCast(du, ok), all));
     bad = hn::Or(bad, hn::VecFromMask(du, hn::Gt(hn::Sub(hn::BitCast(du, z), lo), span)));
   }
   std::uint32_t tail = 0;
   for (; i < a.count; ++i) {
     if constexpr (kZero) a.zero[i] = static_cast<float>(a.zero_point[i]);
-    if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
+    if constexpr (kFactor) {
+      a.factor[i] = 1.0f / a.scale[i];
+      tail |= static_cast<std::uint32_t>(!(a.factor[i] <= std::numeric_limits<float>::max()));
+    }
     tail |= test.bad(a.scale[i], a.zero_point[i]);
   }
   return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));

@@ -3,6 +3,8 @@
 // bit for some x, which moves ties: pick the one your peer uses.
 #pragma once
 
+#include <limits>
+
 #include "quantkit/policy/category.hpp"
 
 namespace quantkit {
@@ -23,6 +25,12 @@ struct MultiplyByReciprocal {
 inline float scale_factor(ScaleApplicationKind kind, float scale) {
   return kind == ScaleApplicationKind::divide ? scale : 1.0f / scale;
 }
+// The smallest scale whose float reciprocal is finite: 2^-128 (1 + 2^-21), a denormal. Below
+// it 1.0f / scale is +inf and x * inf is NaN for x = 0 (PyTorch then quantizes every value to
+// qmin), so MultiplyByReciprocal rejects such scales; DivideByScale takes any finite scale > 0.
+constexpr float kMinReciprocalScale = 0x1.000008p-128f;
+inline bool reciprocal_finite(float scale) { return 1.0f / scale <= std::numeric_limits<float>::max(); }
+
 inline float apply_scale(ScaleApplicationKind kind, float x, float factor) {
   return kind == ScaleApplicationKind::divide ? x / factor : x * factor;
 }

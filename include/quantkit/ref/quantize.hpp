@@ -68,12 +68,14 @@ void for_each_pair(const View<In, RI>& in, const View<Out, RO>& out, const Param
 enum class ParamValues { check, caller_checks };
 
 // Shape, parameter and granularity checks every operation starts with.
+// `application`: quantize's (MultiplyByReciprocal needs finite reciprocals).
 template <class In, int RI, class Out, int RO>
 ParamLayout checked_layout(const View<In, RI>& in, const View<Out, RO>& out, const QuantParams& p,
-                           const char* what, ParamValues values = ParamValues::check) {
+                           const char* what, ParamValues values = ParamValues::check,
+                           ScaleApplicationKind application = ScaleApplicationKind::divide) {
   expect_same_shape(in, out, what);
   if (values == ParamValues::check)
-    p.validate(in.name());
+    p.validate(in.name(), application);
   else
     p.validate_counts(in.name());
   ParamLayout layout(in.shape(), p.granularity, in.name());
@@ -92,7 +94,7 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
               const Rounding& round = {},
               ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::quantize: input must be float");
-  const ParamLayout layout = impl::checked_layout(x, q, p, "quantize");
+  const ParamLayout layout = impl::checked_layout(x, q, p, "quantize", impl::ParamValues::check, application);
   const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, q, layout, [&](float v, Q& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);
@@ -114,7 +116,7 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
                    const Rounding& round = {},
                    ScaleApplicationKind application = ScaleApplicationKind::divide) {
   static_assert(std::is_same_v<std::remove_const_t<In>, float>, "ref::fake_quantize: input must be float");
-  const ParamLayout layout = impl::checked_layout(x, y, p, "fake_quantize");
+  const ParamLayout layout = impl::checked_layout(x, y, p, "fake_quantize", impl::ParamValues::check, application);
   const std::vector<float> factor = impl::scale_factors(p, application);
   impl::for_each_pair(x, y, layout, [&](float v, float& out, std::int64_t c) {
     const auto i = static_cast<std::size_t>(c);

@@ -184,7 +184,8 @@ struct QuantizeArgs {
 // The quantize kernels' per-parameter floats from a call's scales and zero points, and their
 // check, in one pass (the front end's kernel_params for many parameters): zero[i] =
 // float(zero_point[i]); factor[i] = 1 / scale[i] when factor != nullptr (multiply by the
-// reciprocal). Returns nonzero when a scale is not finite and > 0 or a zero point lies outside
+// reciprocal). Returns nonzero when a scale is not finite and > 0, a reciprocal written to
+// factor is not finite (kMinReciprocalScale), or a zero point lies outside
 // [qmin, qmax] (quantkit::detail::ParamTest); the outputs are then unspecified. With zero ==
 // nullptr (and factor == nullptr) the pass only checks (the dequantize front end's params_ok).
 struct QuantizeParamsArgs {

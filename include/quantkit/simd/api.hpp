@@ -239,7 +239,8 @@ inline void make_plan(const Dims& shape, const Dims& sin, const Dims& sout, cons
 // zero points must lie in [zlo, zhi], which `zwhat` explains.
 inline void fail_raw_params(const char* what, bool indexed, const float* scales,
                             const std::int32_t* zero_points, std::size_t count, std::int64_t zlo,
-                            std::int64_t zhi, const char* zwhat) {
+                            std::int64_t zhi, const char* zwhat,
+                            ScaleApplicationKind application = ScaleApplicationKind::divide) {
   const auto arg = [indexed](const char* name, std::size_t c) {
     return indexed ? std::string(name) + "[" + std::to_string(c) + "]" : std::string(name);
   };
@@ -250,6 +251,12 @@ inline void fail_raw_params(const char* what, bool indexed, const float* scales,
       quantkit::detail::fail(what, ": ", arg("zero_point", c), " is ", zero_points[c], "; expected a value in [",
                              zlo, ", ", zhi, "]", zwhat);
   }
+  if (application == ScaleApplicationKind::divide) return;
+  for (std::size_t c = 0; c < count; ++c)
+    if (!reciprocal_finite(scales[c]))
+      quantkit::detail::fail(what, ": ", arg("scale", c), " is ", scales[c],
+                             ", whose float reciprocal is inf; multiply_by_reciprocal needs a scale >= ",
+                             kMinReciprocalScale, " (divide takes any finite scale > 0)");
 }
 
 template <class Q>
@@ -357,7 +364,8 @@ inline bool vector_params(const float* scales, const std::int32_t* zero_points, 
 // The kernels' per-parameter floats: zero[i] = float(zero_points[i]) and the factor array,
 // which is `scales` itself when dividing (no copy) or 1/scale in `factor`, into *pf. In the
 // same branch-free pass the values' check (QuantParams::validate's): returns false when a
-// scale is not finite and > 0 or a zero point lies outside r. Per-channel and per-group
+// scale is not finite and > 0, its reciprocal (when one is taken) is not finite, or a zero
+// point lies outside r. Per-channel and per-group
 // parameters are converted on every call: more than one go through the target's
 // quantize_params kernel (vectors of the target's width; this loop is compiled for the
 // baseline), one (per tensor) through the loop here.
@@ -379,7 +387,10 @@ inline bool kernel_params(ScaleApplicationKind application, const float* scales,
   }
   if (reciprocal) {
     float* f = factor.data();
-    for (std::size_t i = 0; i < count; ++i) f[i] = scale_factor(application, scales[i]);
+    for (std::size_t i = 0; i < count; ++i) {
+      f[i] = scale_factor(application, scales[i]);
+      bad |= static_cast<std::uint32_t>(!(f[i] <= std::numeric_limits<float>::max()));  // reciprocal_finite
+    }
   }
   return bad == 0;
 }
@@ -454,7 +465,7 @@ void quantize(const View<In, RI>& x, const QuantParams& p, const View<Q, RO>& q,
     const float* pf = nullptr;
     if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
                                 kernels))
-      p.validate(x.name());  // throws, naming the first bad value
+      p.validate(x.name(), application);  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), q.strides(), layout, a.plan);
     a.x = x.data();
@@ -494,7 +505,7 @@ void fake_quantize(const View<In, RI>& x, const QuantParams& p, const View<float
     const float* pf = nullptr;
     if (!detail::kernel_params(application, p.scale.data(), p.zero_point.data(), count, p.range, factor, zero, pf,
                                 kernels))
-      p.validate(x.name());  // throws, naming the first bad value
+      p.validate(x.name(), application);  // throws, naming the first bad value
     QuantizeArgs a;
     detail::make_plan(x.shape(), x.strides(), y.strides(), layout, a.plan);
     a.x = x.data();
@@ -900,7 +911,8 @@ void raw_quantize(const char* what, bool indexed, const float* x, const WritePla
   ParamArray<float> factor(count), zero(count);
   const float* pf = nullptr;
   if (!kernel_params(o.application, scales, zero_points, count, r, factor, zero, pf, kernels))
-    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)");
+    fail_raw_params(what, indexed, scales, zero_points, count, r.qmin, r.qmax, " (the quantization range)",
+                    o.application);
   QuantizeArgs a;
   write_plan(a.plan);
   a.x = x;

@@ -1105,16 +1105,24 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
     const auto s = hn::LoadU(d, a.scale + i);
     const auto z = hn::LoadU(di, a.zero_point + i);
     if constexpr (kZero) hn::StoreU(hn::ConvertTo(d, z), d, a.zero + i);
-    if constexpr (kFactor) hn::StoreU(hn::Div(one, s), d, a.factor + i);
-    // !(s > 0) | !(s <= FLT_MAX): NaN fails both
-    const auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    // !(s > 0) | !(s <= FLT_MAX): NaN fails both; the reciprocal must be finite too
+    // (kMinReciprocalScale: x * inf would be NaN for x = 0)
+    auto ok = hn::And(hn::VecFromMask(d, hn::Gt(s, positive)), hn::VecFromMask(d, hn::Le(s, fmax)));
+    if constexpr (kFactor) {
+      const auto f = hn::Div(one, s);
+      hn::StoreU(f, d, a.factor + i);
+      ok = hn::And(ok, hn::VecFromMask(d, hn::Le(f, fmax)));
+    }
     bad = hn::Or(bad, hn::AndNot(hn::BitCast(du, ok), all));
     bad = hn::Or(bad, hn::VecFromMask(du, hn::Gt(hn::Sub(hn::BitCast(du, z), lo), span)));
   }
   std::uint32_t tail = 0;
   for (; i < a.count; ++i) {
     if constexpr (kZero) a.zero[i] = static_cast<float>(a.zero_point[i]);
-    if constexpr (kFactor) a.factor[i] = 1.0f / a.scale[i];
+    if constexpr (kFactor) {
+      a.factor[i] = 1.0f / a.scale[i];
+      tail |= static_cast<std::uint32_t>(!(a.factor[i] <= std::numeric_limits<float>::max()));
+    }
     tail |= test.bad(a.scale[i], a.zero_point[i]);
   }
   return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
