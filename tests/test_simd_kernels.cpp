@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <typeinfo>
 #include <vector>
 
 #include <hwy/targets.h>
@@ -29,7 +30,8 @@ void for_each_target(const char* what, F&& f) {
   for (const qks::Kernels* k : all) {
     names += names.empty() ? "" : " ";
     names += k->name;
-    CAPTURE(k->name);
+    const std::string target = k->name;  // (a const char* would be captured as its address)
+    CAPTURE(target);
     f(*k);
   }
   std::printf("[simd] %-34s targets: %s\n", what, names.c_str());
@@ -763,6 +765,79 @@ TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and tran
   });
 }
 
+namespace {
+// Rows of their own parameters, of whole blocks (AVX-512: the flat loop over every row's blocks
+// for rows of 2 to 32 blocks of 64 values, the loop per row past that), rows padded apart
+// (input and output strides past the row), chunks of 64 rows and what is left of them.
+template <class Q>
+void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granularity g, std::int64_t in_pad,
+                      std::int64_t out_pad, bool pow2) {
+  // fake-quantize: the int8 range
+  const qk::IntRange range = std::is_same<Q, float>::value ? qk::IntRange{-128, 127} : simd_test::range_of<Q>();
+  const qk::QuantParams p = simd_test::random_params(shape, g, range, 29, pow2);
+  const std::int64_t rows = shape[0], cols = shape[1];
+  const qk::Dims in_strides{cols + in_pad, 1}, out_strides{cols + out_pad, 1};
+  const auto in_size = static_cast<std::size_t>(rows * (cols + in_pad));
+  const auto out_size = static_cast<std::size_t>(rows * (cols + out_pad));
+  const std::vector<float> data = simd_test::quantize_inputs(in_size, pow2 ? 0.25f : 0.01f, 41);
+  const qk::View<const float> x(data.data(), shape, in_strides);
+  CAPTURE(shape.to_string());
+  CAPTURE(g.to_string());
+  CAPTURE(in_pad);
+  CAPTURE(out_pad);
+  CAPTURE(pow2);
+  for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+    const std::string application = simd_test::app_name(app);
+    CAPTURE(application);
+    simd_test::for_each_deterministic_rounding([&](const auto& round) {
+      const std::string rounding = typeid(round).name();
+      CAPTURE(rounding);
+      if constexpr (std::is_same<Q, float>::value) {
+        std::vector<float> want(out_size, -7.0f), got(out_size, -7.0f);
+        qk::ref::fake_quantize(x, p, qk::View<float>(want.data(), shape, out_strides), round, app);
+        qks::fake_quantize(x, p, qk::View<float>(got.data(), shape, out_strides), round, app, &k);
+        QK_CHECK_SAME(got, want, data);
+      } else {
+        std::vector<Q> want(out_size, Q{7}), got(out_size, Q{7});  // padding: untouched on both
+        qk::ref::quantize(x, p, qk::View<Q>(want.data(), shape, out_strides), round, app);
+        qks::quantize(x, p, qk::View<Q>(got.data(), shape, out_strides), round, app, &k);
+        QK_CHECK_SAME(got, want, data);
+      }
+    });
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: per-channel and per-group rows of whole blocks, padded apart, equal the reference") {
+  using G = qk::Granularity;
+  for_each_target("rows of whole blocks", [](const qks::Kernels& k) {
+    struct Case {
+      qk::Dims shape;
+      G g;
+      std::int64_t in_pad, out_pad;
+    };
+    const Case cases[] = {
+        {qk::Dims{5, 256}, G::per_channel(0), 0, 0},     // 4 blocks per row, an odd count of rows
+        {qk::Dims{130, 128}, G::per_channel(0), 0, 0},   // 2 blocks: chunks of 64 rows and 2 left
+        {qk::Dims{3, 2048}, G::per_channel(0), 0, 0},    // 32 blocks: the flat loop's longest rows
+        {qk::Dims{2, 2112}, G::per_channel(0), 0, 0},    // 33 blocks: a loop per row
+        {qk::Dims{7, 192}, G::per_channel(0), 64, 128},  // padded input and output rows
+        {qk::Dims{67, 320}, G::per_channel(0), 16, 0},   // padding of a quarter block
+        {qk::Dims{6, 384}, G::per_group(1, 128), 0, 0},  // per-group blocks of 2 AVX-512 blocks
+        {qk::Dims{9, 128}, G::per_channel(1), 0, 0},     // per element along the row: not rows
+    };
+    for (const Case& c : cases) {
+      for (bool pow2 : {false, true}) {
+        check_block_rows<std::int8_t>(k, c.shape, c.g, c.in_pad, c.out_pad, pow2);
+        check_block_rows<std::uint8_t>(k, c.shape, c.g, c.in_pad, c.out_pad, pow2);
+        check_block_rows<std::int16_t>(k, c.shape, c.g, c.in_pad, c.out_pad, pow2);
+        check_block_rows<std::uint16_t>(k, c.shape, c.g, c.in_pad, c.out_pad, pow2);
+        check_block_rows<float>(k, c.shape, c.g, c.in_pad, c.out_pad, pow2);
+      }
+    }
+  });
+}
+
 TEST_CASE("simd: stochastic rounding draws the reference's uniforms in element order") {
   for_each_target("stochastic rounding", [](const qks::Kernels& k) {
     simd_test::check_stochastic_everything(&k);
@@ -1460,9 +1535,12 @@ TEST_CASE_TEMPLATE("simd: View dequantize sorts its parameters as the reference:
 
 TEST_CASE("simd: quantize_params converts and checks parameters as the scalar loop, on every target") {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  // ParamTest rejects the first seven, accepts the last three
+  // ParamTest rejects the first seven, accepts the last five; with the reciprocal written, those
+  // whose reciprocal is inf (denormals below kMinReciprocalScale) are rejected too
   const float specials[] = {0.0f, -0.0f, -0.5f, nan, -nan, simd_test::kInf, -simd_test::kInf,
-                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), 1e-38f};
+                            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), 1e-38f,
+                            qk::kMinReciprocalScale, std::nextafter(qk::kMinReciprocalScale, 0.0f)};
+  constexpr int kSpecials = static_cast<int>(sizeof(specials) / sizeof(specials[0]));
   const qk::IntRange ranges[] = {{-128, 127}, {0, 255}, {-32768, 32767}, {simd_test::kI32Min, 2147483647},
                                  {5, -5}};  // qmin > qmax: ParamTest's wrapped span, as the loop
   const auto bits = [](float v) {
@@ -1482,7 +1560,7 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
         std::uniform_int_distribution<std::int32_t> in_range(std::min(r.qmin, r.qmax), std::max(r.qmin, r.qmax));
         // (where, what): a scale special or a zero point, at the first, a middle and the last index
         const std::size_t where[] = {0, count / 2, count == 0 ? 0 : count - 1};
-        for (int variant = -1; variant < 14; ++variant) {
+        for (int variant = -1; variant < kSpecials + 4; ++variant) {
           for (const std::size_t at : where) {
             if (count == 0 && variant >= 0) continue;
             std::vector<float> scale(count);
@@ -1491,13 +1569,17 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
               scale[i] = std::exp2(exponent(rng)) * (1.0f + static_cast<float>(i % 7) / 8.0f);
               zero[i] = r.qmin <= r.qmax ? in_range(rng) : any_int(rng);
             }
-            if (variant >= 0 && variant < 10) scale[at] = specials[variant];
-            if (variant == 10) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmin) - 1u);
-            if (variant == 11) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmax) + 1u);
-            if (variant == 12) zero[at] = r.qmin;
-            if (variant == 13) zero[at] = r.qmax;
-            std::uint32_t want_bad = 0;
-            for (std::size_t i = 0; i < count; ++i) want_bad |= test.bad(scale[i], zero[i]);
+            if (variant >= 0 && variant < kSpecials) scale[at] = specials[variant];
+            if (variant == kSpecials) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmin) - 1u);
+            if (variant == kSpecials + 1) zero[at] = static_cast<std::int32_t>(static_cast<std::uint32_t>(r.qmax) + 1u);
+            if (variant == kSpecials + 2) zero[at] = r.qmin;
+            if (variant == kSpecials + 3) zero[at] = r.qmax;
+            std::uint32_t want_bad = 0, want_bad_reciprocal = 0;
+            for (std::size_t i = 0; i < count; ++i) {
+              want_bad |= test.bad(scale[i], zero[i]);
+              want_bad_reciprocal |= static_cast<std::uint32_t>(!qk::reciprocal_finite(scale[i]));
+            }
+            want_bad_reciprocal |= want_bad;
             for (const bool reciprocal : {false, true}) {
               CAPTURE(count);
               CAPTURE(r.qmin);
@@ -1514,7 +1596,7 @@ TEST_CASE("simd: quantize_params converts and checks parameters as the scalar lo
               a.qmax = r.qmax;
               a.zero = zf.data();
               a.factor = reciprocal ? factor.data() : nullptr;
-              CHECK((k.quantize_params(a) != 0) == (want_bad != 0));
+              CHECK((k.quantize_params(a) != 0) == ((reciprocal ? want_bad_reciprocal : want_bad) != 0));
               std::size_t differ = 0;
               for (std::size_t i = 0; i < count; ++i) {
                 differ += bits(zf[i]) != bits(static_cast<float>(zero[i]));

@@ -5024,6 +5024,38 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       row_pairs(std::integral_constant<std::size_t, 2>());
     else if (n == 4 * N)
       row_pairs(std::integral_constant<std::size_t, 4>());
+    // Rows of 2 to 32 whole blocks: one flat loop over the blocks of every row left, the row's
+    // constants broadcast per block from the tables and the step to the next row branch-free.
+    // A loop per row mispredicts its exit once per row (~10 cycles, a block's time): int8 rows
+    // of 256 values 17.3 -> 20.2 Gelem/s on Zen 5, per tensor 21.9. Longer rows keep the loop
+    // per row (no broadcasts per block: rows of 4096 20.9 against 20.3 flat), and so do AVX2's
+    // rows (QuantizeRowsAvx2: the flat loop was 3-5 % slower there).
+    if (n % (4 * N) == 0 && n > 4 * N && n <= 32 * 4 * N) {
+      std::size_t j = 0;  // the block's offset in its row
+      const std::size_t blocks = (m - k) * (n / (4 * N));
+      for (std::size_t b = 0; b < blocks; ++b) {
+        const V f = hn::Set(d, rf[k]);
+        const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
+        const V hi = hn::Set(d, rhi[k]);
+        if constexpr (kFake) {
+          FakeQuantizeBlock<Round, kDivide, kBlockBypass, kStream>(d, x + j, f, r, hn::Set(d, rlo[k]), hi,
+                                                                   hn::Set(d, rs[k]), q + j);
+        } else if constexpr (kWide) {
+          QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x + j, f, r, hn::Set(d, rlo[k]), hi,
+                                                                   hn::Set(di, rz[k]), q + j);
+        } else {
+          ByteBlockPacker<Out> row_pack = pack;
+          row_pack.z16 = _mm512_set1_epi32(rz[k]);
+          QuantizeBlockBytes<Round, kDivide, kBlockBypass, kStream>(d, x + j, f, r, hi, row_pack, q + j);
+        }
+        j += 4 * N;
+        const std::size_t next = j == n;  // selects, not a branch
+        j = next ? 0 : j;
+        k += next;
+        x += static_cast<std::ptrdiff_t>(next) * sx;
+        q += static_cast<std::ptrdiff_t>(next) * sq;
+      }
+    }
     for (; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
       const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
