@@ -29,6 +29,8 @@
 //   --qk_requant_layers=L            the "simd" requantize rows cycle through L layers'
 //                                    biases (random signs), as interleaved layers see them
 //   --qk_requant_positive_biases     those layers' biases all >= 0 (no sign to mispredict)
+//   --qk_channel_len=L               per-channel rows of L values (n / L rows) instead of 64
+//                                    rows: e.g. 49 with --qk_sizes=3136,12544,50176
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -134,7 +136,15 @@ void set_shape(Case& c, std::size_t n) {
   c.n = n;
   switch (c.gran) {
     case Gran::per_tensor: c.rows = 1; c.row_len = n; break;
-    case Gran::per_channel: c.rows = kChannels; c.row_len = n / kChannels; break;
+    case Gran::per_channel:
+      if (channel_len() != 0) {  // rows of that length, whole rows only
+        c.rows = n / channel_len();
+        c.row_len = c.rows * channel_len() == n ? channel_len() : 0;
+      } else {
+        c.rows = kChannels;
+        c.row_len = n / kChannels;
+      }
+      break;
     case Gran::per_group:
       c.row_len = std::min(n, kRowLenMax);
       c.rows = n / c.row_len;
@@ -620,6 +630,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       qk_bench::requant_layers() = v;
+    } else if (a.rfind("--qk_channel_len=", 0) == 0) {
+      const int v = std::atoi(argv[i] + 17);
+      if (v < 1 || v > (1 << 24)) {
+        std::fprintf(stderr, "bench_kernels: --qk_channel_len takes 1..16777216, got '%s'\n", argv[i] + 17);
+        return 2;
+      }
+      qk_bench::channel_len() = static_cast<std::size_t>(v);
     } else if (a == "--qk_requant_positive_biases") {
       qk_bench::requant_positive_biases() = true;
     } else if (a.rfind("--qk_stream_threshold=", 0) == 0) {

@@ -838,6 +838,31 @@ TEST_CASE("simd: per-channel and per-group rows of whole blocks, padded apart, e
   });
 }
 
+TEST_CASE("simd: per-channel and per-group rows of every tail length, padded apart, equal the reference") {
+  // AVX-512: what a row's whole blocks leave (all of a row shorter than a block) is one buffered
+  // block or pair (QuantizeShortRows: masked loads, the values copied out); the padding between
+  // rows, checked untouched, catches a tail stored whole.
+  using G = qk::Granularity;
+  for_each_target("rows of every tail length", [](const qks::Kernels& k) {
+    for (std::int64_t len = 1; len <= 260; len += len < 140 ? 1 : 11) {
+      const qk::Dims shape{3 + len % 5, len};
+      for (const auto& pad : {std::pair<std::int64_t, std::int64_t>{0, 0}, {5, 3}}) {
+        check_block_rows<std::int8_t>(k, shape, G::per_channel(0), pad.first, pad.second, false);
+        check_block_rows<std::uint8_t>(k, shape, G::per_channel(0), pad.first, pad.second, false);
+        check_block_rows<std::int16_t>(k, shape, G::per_channel(0), pad.first, pad.second, false);
+        check_block_rows<std::uint16_t>(k, shape, G::per_channel(0), pad.first, pad.second, false);
+        check_block_rows<float>(k, shape, G::per_channel(0), pad.first, pad.second, false);
+      }
+    }
+    // per-group blocks of 40 and 49 values (not whole vectors)
+    for (const auto& c : {std::pair<qk::Dims, std::int64_t>{qk::Dims{4, 120}, 40}, {qk::Dims{3, 147}, 49}}) {
+      check_block_rows<std::int8_t>(k, c.first, G::per_group(1, c.second), 0, 0, true);
+      check_block_rows<std::uint16_t>(k, c.first, G::per_group(1, c.second), 0, 0, false);
+      check_block_rows<float>(k, c.first, G::per_group(1, c.second), 0, 0, false);
+    }
+  });
+}
+
 TEST_CASE("simd: stochastic rounding draws the reference's uniforms in element order") {
   for_each_target("stochastic rounding", [](const qks::Kernels& k) {
     simd_test::check_stochastic_everything(&k);
@@ -925,6 +950,70 @@ TEST_CASE("simd: per-channel requantize rows grouped by their bias's side equal 
     check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfEven>, std::int8_t>(k);
     check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfAway>, std::uint8_t>(k);
     check_requantize_rows_by_side<qk::FloatMultiplier<qk::RoundHalfEven>, std::int16_t>(k);
+  });
+}
+
+namespace {
+// Per-channel requantize rows of every length from 1 to past two AVX-512 blocks (then every
+// 7th to 4 blocks): on AVX2 / AVX-512 what a row's blocks leave is one masked block (StepTail:
+// lanes past the row loaded as 0, a buffer copied out), rows shorter than a block included.
+// Output rows padded apart, the padding checked untouched (a tail stored whole would
+// overwrite it); the output type's full range and a ReLU-like clamp inside it; biases of every
+// side, accumulators at the int32 extremes.
+template <class Scheme, class Out>
+void check_requantize_row_tails(const qks::Kernels& k) {
+  std::mt19937 rng(777);
+  const qk::IntRange out = simd_test::range_of<Out>();
+  for (std::int64_t len = 1; len <= 256; len += len < 140 ? 1 : 7) {
+    const std::int64_t rows = 3 + len % 5;
+    const qk::Dims shape{rows, len};
+    for (std::int64_t pad : {std::int64_t{0}, std::int64_t{5}}) {
+      for (bool relu : {false, true}) {
+        std::vector<double> m(static_cast<std::size_t>(rows));
+        for (std::size_t c = 0; c < m.size(); ++c) m[c] = c % 3 == 0 ? 0x1p-27 : 0.0031 * static_cast<double>(c + 1);
+        const std::int32_t zp = out.qmin < 0 ? -3 : 20;
+        auto p = qk::RequantParams<Scheme>::make(m, out, zp, "tails");
+        p.channel_axis = 0;
+        if (relu) {
+          p.clamp_min = zp;
+          p.clamp_max = static_cast<std::int32_t>(std::min<std::int64_t>(out.qmax, zp + 60));
+        }
+        p.bias.resize(m.size());
+        for (std::size_t c = 0; c < m.size(); ++c) {
+          const auto r = static_cast<std::int32_t>(rng() % 40001) - 20000;
+          p.bias[c] = c % 4 == 3 ? 0 : c % 7 == 5 ? simd_test::kI32Max - 9 : r;
+        }
+        // input and output rows both padded apart (an element's index is the same in both)
+        const qk::Dims strides{len + pad, 1};
+        const auto size = static_cast<std::size_t>(rows * (len + pad));
+        std::vector<std::int32_t> acc = simd_test::accumulators(size, static_cast<std::uint32_t>(size + len));
+        for (std::size_t i = 0; i < size; i += 7) acc[i] = (i / 7) % 2 ? simd_test::kI32Max - static_cast<std::int32_t>(i % 5)
+                                                                        : simd_test::kI32Min + static_cast<std::int32_t>(i % 5);
+        std::vector<Out> got(size, Out{7}), want(size, Out{7});
+        const qk::View<const std::int32_t> a(acc.data(), shape, strides, "acc");
+        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape, strides), "tails");
+        qks::requantize(a, p, qk::View<Out>(got.data(), shape, strides), "tails", k);
+        CAPTURE(len);
+        CAPTURE(rows);
+        CAPTURE(pad);
+        CAPTURE(relu);
+        QK_CHECK_SAME(got, want, acc);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: per-channel requantize rows of every tail length, padded apart, equal the reference") {
+  for_each_target("requantize row tails", [](const qks::Kernels& k) {
+    check_requantize_row_tails<qk::FixedPointDoubleRounding, std::int8_t>(k);
+    check_requantize_row_tails<qk::FixedPointDoubleRounding, std::uint8_t>(k);
+    check_requantize_row_tails<qk::FixedPointDoubleRounding, std::int16_t>(k);
+    check_requantize_row_tails<qk::FixedPointDoubleRounding, std::int32_t>(k);
+    check_requantize_row_tails<qk::FloatMultiplier<qk::RoundHalfEven>, std::int8_t>(k);
+    check_requantize_row_tails<qk::FloatMultiplier<qk::RoundHalfAway>, std::uint8_t>(k);
+    check_requantize_row_tails<qk::FloatMultiplier<qk::RoundHalfEven>, std::uint16_t>(k);
+    check_requantize_row_tails<qk::FloatMultiplier<qk::RoundHalfEven>, std::int32_t>(k);
   });
 }
 

@@ -92,6 +92,13 @@ inline int& requant_layers() {
   static int layers = 1;
   return layers;
 }
+// --qk_channel_len=L: per-channel cases have rows of L values (n / L rows; sizes not a multiple
+// of L are left out) instead of 64 rows of n / 64: the rows of NCHW convolution outputs
+// (7 x 7 = 49, 14 x 14 = 196, 28 x 28 = 784), which are not whole vectors. 0: 64 rows.
+inline std::size_t& channel_len() {
+  static std::size_t len = 0;
+  return len;
+}
 // --qk_requant_positive_biases: those layers' biases are >= 0 (else of random sign).
 inline bool& requant_positive_biases() {
   static bool positive = false;

@@ -2851,6 +2851,29 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
+// The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the last
+// partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512: masked
+// byte stores (one per vector), nothing written past p + count; elsewhere, and for 32-bit
+// values, memcpy: on Zen 5 fake-quantize rows of 784 (a 16-value tail each) ran at 62 % of the
+// memcpy version's speed with masked (or even whole-vector) stores, while int8 rows of 49 ran
+// 30 % faster with them; why is not known.
+template <class T>
+HWY_INLINE void CopyFirst(const T* HWY_RESTRICT buf, T* HWY_RESTRICT p, std::size_t count) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (sizeof(T) <= 2) {
+    const hn::ScalableTag<std::uint8_t> du8;
+    const std::size_t N = hn::Lanes(du8);
+    const std::size_t bytes = count * sizeof(T);
+    auto* HWY_RESTRICT to = reinterpret_cast<std::uint8_t*>(p);
+    const auto* HWY_RESTRICT from = reinterpret_cast<const std::uint8_t*>(buf);
+    for (std::size_t o = 0; o < bytes; o += N)
+      hn::BlendedStore(hn::Load(du8, from + o), hn::FirstN(du8, HWY_MIN(bytes - o, N)), du8, to + o);
+    return;
+  }
+#endif
+  std::memcpy(p, buf, count * sizeof(T));
+}
+
 // Streaming calls (past stream_threshold_bytes) read their input from memory as well: behind a
 // block's arithmetic the core keeps too few loads in flight to cover DRAM latency, and the
 // hardware prefetcher does not run far enough ahead. On the AVX2 EPYC (Zen 2) the f32 -> int8
@@ -5394,48 +5417,72 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         q += static_cast<std::ptrdiff_t>(next) * sq;
       }
     }
+    // What a row's whole blocks leave (0 < rem < 4 N, not one pair): lanes past the row loaded
+    // as 0 into a buffer, one block (or pair, rem < 2 N) into another, rem values copied out
+    // (CopyFirst: masked stores). Rows of 7 x 7 or 14 x 14 values took QuantizeLoop's vector
+    // and scalar tail per row before (int8 per channel, 64 rows of 49: 13 % of per tensor).
+    const auto buffered_tail = [&](const float* xp, Out* qp, std::size_t rem, const auto& block,
+                                   const auto& pair) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      HWY_ALIGN float xb[4 * kMaxLanes<float>];
+      HWY_ALIGN Out qb[4 * kMaxLanes<float>];
+      const std::size_t vecs = rem > 2 * N ? 4 : 2;
+      for (std::size_t v = 0; v < vecs; ++v)
+        hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, xp + v * N), d, xb + v * N);
+      if (vecs == 4)
+        block(xb, qb, std::false_type());
+      else
+        pair(xb, qb, std::false_type());
+      CopyFirst(qb, qp, rem);
+    };
     for (; k < m; ++k, x += sx, q += sq) {
       const V f = hn::Set(d, rf[k]);
       const V r = kMarkstein ? hn::Set(d, rr[k]) : f;
       const V hi = hn::Set(d, rhi[k]);
-      std::size_t i = 0;
+      // block(xp, qp, stream) / pair(xp, qp, stream): 4 / 2 vectors of the row's
+      const auto rest = [&](const auto& block, const auto& pair) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+        std::size_t i = 0;
+        for (; i + 4 * N <= n; i += 4 * N) block(x + i, q + i, std::integral_constant<bool, kStream>());
+        if (i + 2 * N == n) {
+          pair(x + i, q + i, std::integral_constant<bool, kStream>());
+        } else if (i < n) {
+          buffered_tail(x + i, q + i, n - i, block, pair);
+        }
+      };
       if constexpr (kFake) {
         const V lo = hn::Set(d, rlo[k]);
         const V s = hn::Set(d, rs[k]);
-        for (; i + 4 * N <= n; i += 4 * N)
-          FakeQuantizeBlock<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, lo, hi, s, q + i);
-        if (i + 2 * N <= n) {
-          const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, x + i), f, lo, hi, s);
-          const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, lo, hi, s);
-          StoreVec<kStream>(y0, d, q + i);
-          StoreVec<kStream>(y1, d, q + i + N);
-          i += 2 * N;
-        }
+        rest(
+            [&](const float* xp, float* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              FakeQuantizeBlock<Round, kDivide, kBlockBypass, decltype(stream)::value>(d, xp, f, r, lo, hi, s, qp);
+            },
+            [&](const float* xp, float* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              const V y0 = FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, xp), f, lo, hi, s);
+              const V y1 = FakeQuantizeVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, xp + N), f, r, lo, hi, s);
+              StoreVec<decltype(stream)::value>(y0, d, qp);
+              StoreVec<decltype(stream)::value>(y1, d, qp + N);
+            });
       } else if constexpr (kWide) {
         const V lo = hn::Set(d, rlo[k]);
         const auto z = hn::Set(di, rz[k]);
-        for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockWide<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, lo, hi, z, q + i);
-        if (i + 2 * N <= n) {
-          QuantizePairWide<Round, kDivide, kMarkstein, kStream>(d, x + i, f, r, lo, hi, z, q + i);
-          i += 2 * N;
-        }
+        rest(
+            [&](const float* xp, Out* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              QuantizeBlockWide<Round, kDivide, kBlockBypass, decltype(stream)::value>(d, xp, f, r, lo, hi, z, qp);
+            },
+            [&](const float* xp, Out* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              QuantizePairWide<Round, kDivide, kMarkstein, decltype(stream)::value>(d, xp, f, r, lo, hi, z, qp);
+            });
       } else {
         ByteBlockPacker<Out> row_pack = pack;
         row_pack.z16 = _mm512_set1_epi32(rz[k]);
-        for (; i + 4 * N <= n; i += 4 * N)
-          QuantizeBlockBytes<Round, kDivide, kBlockBypass, kStream>(d, x + i, f, r, hi, row_pack, q + i);
-        if (i + 2 * N <= n) {
-          const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, x + i), f, hi, hi);
-          const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, x + i + N), f, r, hi, hi);
-          row_pack.template StorePair<kStream>(v0.raw, v1.raw, q + i);
-          i += 2 * N;
-        }
-      }
-      if (i < n) {
-        const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
-        QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p,
-                                                 kFake ? scale + p : nullptr, nullptr);
+        rest(
+            [&](const float* xp, Out* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              QuantizeBlockBytes<Round, kDivide, kBlockBypass, decltype(stream)::value>(d, xp, f, r, hi, row_pack, qp);
+            },
+            [&](const float* xp, Out* qp, auto stream) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+              const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, xp), f, hi, hi);
+              const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, kMarkstein>(d, hn::LoadU(d, xp + N), f, r, hi, hi);
+              row_pack.template StorePair<decltype(stream)::value>(v0.raw, v1.raw, qp);
+            });
       }
     }
   }
@@ -5582,7 +5629,8 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
   if constexpr (kBlocked<Out> && !Round::kStochastic) {
     const bool stream = a.stream && n * sizeof(Out) >= kStreamRowMinBytes;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-    if (kShortRowBlocks<Out> && !stream && n >= 2 * hn::Lanes(hn::ScalableTag<float>())) {
+    // (rows shorter than two vectors too: QuantizeShortRows' buffered tail takes them)
+    if (kShortRowBlocks<Out> && !stream && n > 0) {
       const auto short_rows = [&](auto stream) HWY_ATTR {
         constexpr bool kStream = decltype(stream)::value;
         if constexpr (kDivide && kMarksteinRounding<Round>) {
@@ -5927,7 +5975,26 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
                        : DequantizeRowPairs<4, false>(a, q, sq, x, sx, count, at, dat);
     for (; k < count; ++k, q += sq, x += sx, at += dat) {
       const std::size_t i = DequantizeBlocks4<In, false>(q, x, n, a.scale[at], a.zero[at]);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+      // the last partial vector (rem < N) with a masked load and store (AVX-512's touch no
+      // memory past the mask): through DequantizeRun's buffers, rows of 7 x 7 values ran at
+      // 14 % of per tensor's speed on Zen 5
+      if (i < n) {
+        const hn::RebindToSigned<decltype(d)> di;
+        const std::size_t rem = n - i;
+        hn::Vec<decltype(di)> v;
+        if constexpr (std::is_same<In, std::int32_t>::value) {
+          v = hn::MaskedLoad(hn::FirstN(di, rem), di, q + i);
+        } else {
+          const hn::Rebind<In, decltype(d)> dq;
+          v = hn::PromoteTo(di, hn::MaskedLoad(hn::FirstN(dq, rem), dq, q + i));
+        }
+        const auto y = hn::Mul(hn::ConvertTo(d, hn::Sub(v, hn::Set(di, a.zero[at]))), hn::Set(d, a.scale[at]));
+        hn::BlendedStore(y, hn::FirstN(d, rem), d, x + i);
+      }
+#else
       if (i < n) DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
+#endif
     }
     return;
   }
@@ -7081,9 +7148,9 @@ struct FixedPointStep {
     nudge = hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), t.nudge[i]));
     right = t.right[i];
   }
-  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
+  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const { return Apply(di, hn::LoadU(di, p)); }
+  HWY_INLINE V Apply(DI di, V v) const {
     // the bias itself is in the nudge: only the clamp of x + bias's saturation here
-    const V v = hn::LoadU(di, p);
     const V xc = kSide == kBiasNone    ? v
                  : kSide == kBiasUpper ? hn::Min(v, xhi)
                  : kSide == kBiasLower ? hn::Max(v, xlo)
@@ -7130,6 +7197,33 @@ HWY_INLINE std::size_t StepBlocks4(DI di, const RequantizeArgs& a, const Step& s
   }
   for (; i + 4 * N <= n; i += 4 * N) block(i, std::false_type());
   return i;
+}
+
+// AVX2 and AVX-512 load a row's last partial block with MaskedLoad, which reads no memory
+// past the mask there (Highway 1.0.3's reads whole vectors on the other targets).
+constexpr bool kMaskedRowTail = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+
+// The last rem values of a row (0 < rem < 4 N) as one block of step's, on kMaskedRowTail's
+// targets: lanes past the row loaded as 0, the vectors stored by store into a buffer and rem
+// values copied out (CopyFirst). Only the vectors rem reaches are
+// computed; rem is the same for every row of a call, so the branches predict. Per-channel rows
+// of 7 x 7 or 14 x 14 values took the generic per-vector loop and a scalar-buffered tail per
+// row before: 6-36 % of per tensor's speed.
+template <class Out, class DI, class Step, class Store>
+HWY_INLINE void StepTail(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
+                         Out* HWY_RESTRICT q, std::size_t rem) {
+  static_assert(kMaskedRowTail && sizeof(Out) > 0, "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
+  const std::size_t N = hn::Lanes(di);
+  const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+    return step.Apply(di, hn::MaskedLoad(hn::FirstN(di, rem - k * N), di, x + k * N));
+  };
+  const auto r0 = part(0);
+  const auto r1 = rem > N ? part(1) : r0;
+  const auto r2 = rem > 2 * N ? part(2) : r0;
+  const auto r3 = rem > 3 * N ? part(3) : r0;
+  HWY_ALIGN Out buf[4 * kMaxLanes<std::int32_t>];
+  store(std::false_type(), r0, r1, r2, r3, buf);
+  CopyFirst(buf, q, rem);
 }
 
 // kSide: a BiasSide (per-channel rows pass their bias's).
@@ -7214,9 +7308,9 @@ struct FloatStep {
     bias = hn::Set(di, b);
     xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
   }
-  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const {
+  HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const { return Apply(di, hn::LoadU(di, p)); }
+  HWY_INLINE V Apply(DI di, V v) const {
     const hn::RebindToFloat<DI> df;
-    V v = hn::LoadU(di, p);
     static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass the bias's BiasSide");
     if constexpr (kSide == kBiasUpper) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == kBiasLower) v = hn::Add(hn::Max(v, xb), bias);
@@ -7535,7 +7629,11 @@ HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, con
     Out* qr = q + i * sq;
     step.SetRun(di, kf[p], kb[p]);
     const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
-    if (done < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + done, qr + done, n - done, p);
+    if constexpr (kMaskedRowTail) {
+      if (done < n) StepTail<Out>(di, step, store, xr + done, qr + done, n - done);
+    } else {
+      if (done < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + done, qr + done, n - done, p);
+    }
   }
 }
 
@@ -7692,7 +7790,11 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
     Out* qr = q + i * sq;
     step.SetRow(di, t, static_cast<std::size_t>(i));
     const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
-    if (done < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + done, qr + done, n - done, at + i * dat);
+    if constexpr (kMaskedRowTail) {
+      if (done < n) StepTail<Out>(di, step, store, xr + done, qr + done, n - done);
+    } else {
+      if (done < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + done, qr + done, n - done, at + i * dat);
+    }
   }
 }
 
@@ -7729,8 +7831,10 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
                     std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
   const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
   const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
+  // rows shorter than a block too where StepTail takes what the blocks leave
+  const std::size_t min_row = kMaskedRowTail ? 1 : 4 * hn::Lanes(hn::ScalableTag<std::int32_t>());
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
-    if (blocks && !a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<std::int32_t>())) {
+    if (blocks && !a.stream && n >= min_row) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range
       if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
         return FixedPointRows<Out, false>(a, x, sx, q, sq, count, n, at, dat);
@@ -7738,7 +7842,7 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
     }
   }
   if constexpr (Scheme::kFloat) {
-    if (blocks && !a.stream && n >= 4 * hn::Lanes(hn::ScalableTag<std::int32_t>()) &&
+    if (blocks && !a.stream && n >= min_row &&
         FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
       return FloatRows<Out, typename Scheme::Round>(a, x, sx, q, sq, count, n, at, dat);
     }
