@@ -766,9 +766,10 @@ TEST_CASE("simd: per-channel / per-group, any axis, contiguous, strided and tran
 }
 
 namespace {
-// Rows of their own parameters, of whole blocks (AVX-512: the flat loop over every row's blocks
-// for rows of 2 to 32 blocks of 64 values, the loop per row past that), rows padded apart
-// (input and output strides past the row), chunks of 64 rows and what is left of them.
+// Rows of their own parameters (quantize / fake-quantize, and dequantize back), e.g. of whole
+// blocks (AVX-512: the flat loop over every row's blocks for rows of 2 to 32 blocks of 64
+// values, the loop per row past that), rows padded apart (input and output strides past the
+// row), chunks of 64 rows and what is left of them.
 template <class Q>
 void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granularity g, std::int64_t in_pad,
                       std::int64_t out_pad, bool pow2) {
@@ -805,6 +806,17 @@ void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granular
       }
     });
   }
+  if constexpr (!std::is_same<Q, float>::value) {
+    // dequantize back over the same rows: quantized input rows padded apart (in_pad), float
+    // output rows (out_pad) whose padding must stay untouched
+    std::vector<Q> qin(in_size);
+    for (std::size_t i = 0; i < in_size; ++i) qin[i] = static_cast<Q>(static_cast<std::uint32_t>(i * 2654435761u) >> 7);
+    const qk::View<const Q> qv(qin.data(), shape, in_strides);
+    std::vector<float> want(out_size, -7.0f), got(out_size, -7.0f);
+    qk::ref::dequantize(qv, p, qk::View<float>(want.data(), shape, out_strides));
+    qks::dequantize(qv, p, qk::View<float>(got.data(), shape, out_strides), &k);
+    QK_CHECK_SAME(got, want, want);
+  }
 }
 }  // namespace
 
@@ -840,8 +852,9 @@ TEST_CASE("simd: per-channel and per-group rows of whole blocks, padded apart, e
 
 TEST_CASE("simd: per-channel and per-group rows of every tail length, padded apart, equal the reference") {
   // AVX-512: what a row's whole blocks leave (all of a row shorter than a block) is one buffered
-  // block or pair (QuantizeShortRows: masked loads, the values copied out); the padding between
-  // rows, checked untouched, catches a tail stored whole.
+  // block or pair (QuantizeShortRows: masked loads, the values copied out), and dequantize's
+  // last partial vector a masked load and store; the padding between rows, checked untouched,
+  // catches a tail stored whole.
   using G = qk::Granularity;
   for_each_target("rows of every tail length", [](const qks::Kernels& k) {
     for (std::int64_t len = 1; len <= 260; len += len < 140 ? 1 : 11) {
