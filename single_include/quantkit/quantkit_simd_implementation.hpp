@@ -5267,8 +5267,15 @@ HWY_INLINE void QuantizeRowsAvx2(const QuantizeArgs& a, const float* x, std::ptr
         for (; i + 4 * N <= n; i += 4 * N)
           QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, kStream>(d, x + i, f, r, lo, hi, z, pack, q + i);
         if (i < n) {
-          const std::int64_t p = at0 + static_cast<std::int64_t>(k) * dat;
-          QuantizeLoop<Out, Round, kDivide, false>(a, x + i, q + i, n - i, factor + p, zero + p, nullptr, nullptr);
+          // the rest as one block through buffers, as QuantizeShortRows' buffered tail (AVX2's
+          // MaskedLoad of floats reads no memory past the mask)
+          const std::size_t rem = n - i;
+          HWY_ALIGN float xb[4 * kMaxLanes<float>];
+          HWY_ALIGN Out qb[4 * kMaxLanes<float>];
+          for (std::size_t v = 0; v < 4; ++v)
+            hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, x + i + v * N), d, xb + v * N);
+          QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, false>(d, xb, f, r, lo, hi, z, pack, qb);
+          CopyFirst(qb, q + i, rem);
         }
       }
     };
