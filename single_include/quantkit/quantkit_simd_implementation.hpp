@@ -2516,7 +2516,7 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
 // The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the last
 // partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512: masked
 // byte stores (one per vector), nothing written past p + count; elsewhere, and for 32-bit
-// values, memcpy: on Zen 5 fake-quantize rows of 784 (a 16-value tail each) ran at 62 % of the
+// values, memcpy: on an Emerald Rapids Xeon fake-quantize rows of 784 (a 16-value tail each) ran at 62 % of the
 // memcpy version's speed with masked (or even whole-vector) stores, while int8 rows of 49 ran
 // 30 % faster with them; why is not known.
 template <class T>
@@ -5647,7 +5647,7 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
       // the last partial vector (rem < N) with a masked load and store (AVX-512's touch no
       // memory past the mask): through DequantizeRun's buffers, rows of 7 x 7 values ran at
-      // 14 % of per tensor's speed on Zen 5
+      // 14 % of per tensor's speed on an Emerald Rapids Xeon
       if (i < n) {
         const hn::RebindToSigned<decltype(d)> di;
         const std::size_t rem = n - i;
