@@ -2513,12 +2513,12 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
-// The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the last
-// partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512: masked
-// byte stores (one per vector), nothing written past p + count; elsewhere, and for 32-bit
-// values, memcpy: on an Emerald Rapids Xeon fake-quantize rows of 784 (a 16-value tail each) ran at 62 % of the
-// memcpy version's speed with masked (or even whole-vector) stores, while int8 rows of 49 ran
-// 30 % faster with them; why is not known.
+// The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the
+// last partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512:
+// masked byte stores (one per vector), nothing written past p + count; elsewhere, and for
+// 32-bit values, memcpy: on an Emerald Rapids Xeon fake-quantize rows of 784 (a 16-value tail
+// each) ran at 62 % of the memcpy version's speed with masked (or even whole-vector) stores,
+// while int8 rows of 49 ran 30 % faster with them; why is not known.
 template <class T>
 HWY_INLINE void CopyFirst(const T* HWY_RESTRICT buf, T* HWY_RESTRICT p, std::size_t count) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
@@ -4905,8 +4905,9 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 }
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// Rows of at least two vectors with their own parameters: per-channel rows of small tensors
-// (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
+// Rows with their own parameters: per-channel rows of small tensors (often one block, or not
+// whole vectors: a row's rest is one buffered block or pair) and per-group blocks. Blocks of 4
+// vectors, then one pair, as
 // in QuantizeBlocks4: when dividing in the Markstein modes, kBypass vectors of a block (2 or 3,
 // divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants
 // are only broadcast from memory (a load each): 1 / s, qmin - z, qmax - z and z (as two int16
@@ -6874,14 +6875,15 @@ constexpr bool kMaskedRowTail = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
 
 // The last rem values of a row (0 < rem < 4 N) as one block of step's, on kMaskedRowTail's
 // targets: lanes past the row loaded as 0, the vectors stored by store into a buffer and rem
-// values copied out (CopyFirst). Only the vectors rem reaches are
-// computed; rem is the same for every row of a call, so the branches predict. Per-channel rows
-// of 7 x 7 or 14 x 14 values took the generic per-vector loop and a scalar-buffered tail per
-// row before: 6-36 % of per tensor's speed.
+// values copied out (CopyFirst). Only the vectors rem reaches are computed; rem is the same for
+// every row of a call, so the branches predict. Per-channel rows of 7 x 7 or 14 x 14 values
+// took the generic per-vector loop and a scalar-buffered tail per row before: 6-36 % of per
+// tensor's speed.
 template <class Out, class DI, class Step, class Store>
 HWY_INLINE void StepTail(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
                          Out* HWY_RESTRICT q, std::size_t rem) {
-  static_assert(kMaskedRowTail && sizeof(Out) > 0, "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
+  static_assert(kMaskedRowTail && sizeof(Out) > 0,
+                "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
   const std::size_t N = hn::Lanes(di);
   const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
     return step.Apply(di, hn::MaskedLoad(hn::FirstN(di, rem - k * N), di, x + k * N));

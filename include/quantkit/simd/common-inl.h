@@ -246,12 +246,12 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
-// The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the last
-// partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512: masked
-// byte stores (one per vector), nothing written past p + count; elsewhere, and for 32-bit
-// values, memcpy: on an Emerald Rapids Xeon fake-quantize rows of 784 (a 16-value tail each) ran at 62 % of the
-// memcpy version's speed with masked (or even whole-vector) stores, while int8 rows of 49 ran
-// 30 % faster with them; why is not known.
+// The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the
+// last partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512:
+// masked byte stores (one per vector), nothing written past p + count; elsewhere, and for
+// 32-bit values, memcpy: on an Emerald Rapids Xeon fake-quantize rows of 784 (a 16-value tail
+// each) ran at 62 % of the memcpy version's speed with masked (or even whole-vector) stores,
+// while int8 rows of 49 ran 30 % faster with them; why is not known.
 template <class T>
 HWY_INLINE void CopyFirst(const T* HWY_RESTRICT buf, T* HWY_RESTRICT p, std::size_t count) {
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL

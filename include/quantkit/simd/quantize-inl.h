@@ -617,8 +617,9 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 }
 
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
-// Rows of at least two vectors with their own parameters: per-channel rows of small tensors
-// (often one block) and per-group blocks of 32 or more. Blocks of 4 vectors, then one pair, as
+// Rows with their own parameters: per-channel rows of small tensors (often one block, or not
+// whole vectors: a row's rest is one buffered block or pair) and per-group blocks. Blocks of 4
+// vectors, then one pair, as
 // in QuantizeBlocks4: when dividing in the Markstein modes, kBypass vectors of a block (2 or 3,
 // divider_bypass_vectors) and the second of a pair take Markstein's step. Per row the constants
 // are only broadcast from memory (a load each): 1 / s, qmin - z, qmax - z and z (as two int16

@@ -445,14 +445,15 @@ constexpr bool kMaskedRowTail = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
 
 // The last rem values of a row (0 < rem < 4 N) as one block of step's, on kMaskedRowTail's
 // targets: lanes past the row loaded as 0, the vectors stored by store into a buffer and rem
-// values copied out (CopyFirst). Only the vectors rem reaches are
-// computed; rem is the same for every row of a call, so the branches predict. Per-channel rows
-// of 7 x 7 or 14 x 14 values took the generic per-vector loop and a scalar-buffered tail per
-// row before: 6-36 % of per tensor's speed.
+// values copied out (CopyFirst). Only the vectors rem reaches are computed; rem is the same for
+// every row of a call, so the branches predict. Per-channel rows of 7 x 7 or 14 x 14 values
+// took the generic per-vector loop and a scalar-buffered tail per row before: 6-36 % of per
+// tensor's speed.
 template <class Out, class DI, class Step, class Store>
 HWY_INLINE void StepTail(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
                          Out* HWY_RESTRICT q, std::size_t rem) {
-  static_assert(kMaskedRowTail && sizeof(Out) > 0, "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
+  static_assert(kMaskedRowTail && sizeof(Out) > 0,
+                "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
   const std::size_t N = hn::Lanes(di);
   const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
     return step.Apply(di, hn::MaskedLoad(hn::FirstN(di, rem - k * N), di, x + k * N));
