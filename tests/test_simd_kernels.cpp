@@ -772,9 +772,7 @@ namespace {
 // row), chunks of 64 rows and what is left of them.
 template <class Q>
 void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granularity g, std::int64_t in_pad,
-                      std::int64_t out_pad, bool pow2) {
-  // fake-quantize: the int8 range
-  const qk::IntRange range = std::is_same<Q, float>::value ? qk::IntRange{-128, 127} : simd_test::range_of<Q>();
+                      std::int64_t out_pad, bool pow2, qk::IntRange range) {
   const qk::QuantParams p = simd_test::random_params(shape, g, range, 29, pow2);
   const std::int64_t rows = shape[0], cols = shape[1];
   const qk::Dims in_strides{cols + in_pad, 1}, out_strides{cols + out_pad, 1};
@@ -817,6 +815,13 @@ void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granular
     qks::dequantize(qv, p, qk::View<float>(got.data(), shape, out_strides), &k);
     QK_CHECK_SAME(got, want, want);
   }
+}
+// The full range of Q (fake-quantize: int8's).
+template <class Q>
+void check_block_rows(const qks::Kernels& k, const qk::Dims& shape, qk::Granularity g, std::int64_t in_pad,
+                      std::int64_t out_pad, bool pow2) {
+  check_block_rows<Q>(k, shape, g, in_pad, out_pad, pow2,
+                      std::is_same<Q, float>::value ? qk::IntRange{-128, 127} : simd_test::range_of<Q>());
 }
 }  // namespace
 
@@ -872,6 +877,47 @@ TEST_CASE("simd: per-channel and per-group rows of every tail length, padded apa
       check_block_rows<std::int8_t>(k, c.first, G::per_group(1, c.second), 0, 0, true);
       check_block_rows<std::uint16_t>(k, c.first, G::per_group(1, c.second), 0, 0, false);
       check_block_rows<float>(k, c.first, G::per_group(1, c.second), 0, 0, false);
+    }
+  });
+}
+
+TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks of 64 rows, narrow ranges") {
+  // AVX-512: contiguous rows of N to 4 N values (not 2 N) are one flat stream of blocks over
+  // each chunk of 64 rows, every vector's parameters blended from its two rows', integer outputs
+  // clamped by the packs and a min / max instead of per-row float bounds: narrow ranges and zero
+  // points anywhere in them, 130 rows (two chunks and a rest), both divider bypass counts.
+  using G = qk::Granularity;
+  struct RestoreBypass {
+    int saved = qks::detail::divider_bypass_storage();
+    ~RestoreBypass() { qks::detail::divider_bypass_storage() = saved; }
+  } restore_bypass;
+  for (const int bypass : {2, 3}) {
+    qks::detail::divider_bypass_storage() = bypass;
+    CAPTURE(bypass);
+    for_each_target("back-to-back short rows", [](const qks::Kernels& k) {
+      for (const std::int64_t len : {8, 15, 16, 17, 20, 31, 33, 36, 47, 48, 49, 50, 55, 56, 57, 63, 65}) {
+        const qk::Dims shape{130, len};
+        check_block_rows<std::int8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-128, 127});
+        check_block_rows<std::int8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-127, 127});
+        check_block_rows<std::int8_t>(k, shape, G::per_channel(0), 0, 0, true, qk::IntRange{-8, 7});
+        check_block_rows<std::uint8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{0, 255});
+        check_block_rows<std::uint8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{3, 15});
+        check_block_rows<std::int16_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-32768, 32767});
+        check_block_rows<std::int16_t>(k, shape, G::per_channel(0), 0, 0, true, qk::IntRange{-511, 300});
+        check_block_rows<std::uint16_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{7, 65000});
+        check_block_rows<float>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-128, 127});
+        check_block_rows<float>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{0, 255});
+        check_block_rows<float>(k, shape, G::per_channel(0), 0, 0, true, qk::IntRange{-7, 7});
+      }
+    });
+  }
+  // Rows of 49 whose parameters are every row's channel, batch after batch (NCHW, axis 1)
+  for_each_target("NCHW rows of 49", [](const qks::Kernels& k) {
+    for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+      simd_test::for_each_deterministic_rounding([&](const auto& round) {
+        simd_test::check_quantize_view<std::int8_t>(&k, qk::Dims{3, 70, 7, 7}, G::per_channel(1), 0, 0, round, app, false);
+        simd_test::check_quantize_view<std::uint16_t>(&k, qk::Dims{3, 70, 49}, G::per_channel(1), 0, 0, round, app, false);
+      });
     }
   });
 }
