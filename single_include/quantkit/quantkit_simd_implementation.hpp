@@ -4917,10 +4917,11 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
 constexpr std::size_t kRowChunk = 64;
 // Back-to-back rows shorter than this many half vectors (not 2 N) take QuantizeShortRows' flat
 // path: rows shorter than a block, bytes below 3.5 vectors. The flat stream's blends cost about
-// as much as a block's (int8 ~5.3 Gelem/s at every row length on this Emerald Rapids host,
-// per tensor ~10); a block per row (the buffered tail) wastes less than that for byte rows of
-// 57-63 values (int8 rows of 63: 6.1 per row, 5.4 flat) and for rows past a block (rows of
-// 100: 6.2 against 5.3; 196: 6.9 against 5.2).
+// as much as a block's arithmetic (int8 5-5.6 Gelem/s at every row length on an Emerald Rapids
+// Xeon, per tensor ~10); a block per row (the buffered tail) wastes less than that for byte rows
+// of 57-63 values (int8 rows of 63: 6.2 per row, 5.4-5.8 flat) and for rows past a block (rows
+// of 100: 6.2 against 5.3; 196: 6.9 against 5.2). A table of each vector's row and mask, made
+// once per chunk instead of the running count, was slower (rows of 16: 3.8 against 4.4).
 template <class Out>
 constexpr std::size_t kFlatRowsBelow = sizeof(Out) == 1 ? 7 : 8;
 
@@ -5000,11 +5001,12 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       // One stream of blocks over the m rows (n >= N: a vector holds lanes of at most two rows).
       // Each vector's parameters are its first row's for lanes [0, left) and the next row's
       // after: two broadcasts from the tables and a blend per parameter. Integer outputs blend
-      // only 1 / s (r) and z: the float clamp is the constant [qmin - qmax, qmax - qmin], which
-      // holds [qmin - z, qmax - z] for every z in range, z is added to the int32 values and the
-      // packs' saturation and a byte (16-bit) min and max clamp to [qmin, qmax]; fake-quantize
-      // blends lo = qmin - z and hi = qmax - z. Rows of 49 values took a block per row for the
-      // row's rest before.
+      // only s (1 / s) and z: the float clamp is the constant [qmin - qmax, qmax - qmin] (bytes:
+      // its upper end only), which holds [qmin - z, qmax - z] for every z in range; z is added
+      // to the int32 values (16-bit) or to the int16 packs (bytes, saturating: one pack of two
+      // z vectors per pair instead of an add and a max per vector, ~5 % faster), and the packs'
+      // saturation and a byte (16-bit) min and max clamp to [qmin, qmax]; fake-quantize blends
+      // lo = qmin - z and hi = qmax - z. Each row took a block for its rest before.
       const std::size_t total = m * n;
       std::size_t row = 0, left = n;  // the next vector's first row in the chunk, its lanes left
       struct Lane {
@@ -5051,26 +5053,37 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
                                                                              p3.lo, p3.hi, p3.s),
                      d, qp + 3 * N);
         } else {
-          // int32 q in [2 qmin - qmax, 2 qmax - qmin]
-          const auto v0 = hn::Add(QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, xp), p0.f, p0.lo, p0.hi), p0.z);
-          const auto v1 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
-                                      d, hn::LoadU(d, xp + N), p1.f, p1.r, p1.lo, p1.hi),
-                                  p1.z);
-          const auto v2 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 3), true>(
-                                      d, hn::LoadU(d, xp + 2 * N), p2.f, p2.r, p2.lo, p2.hi),
-                                  p2.z);
-          const auto v3 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
-                                      d, hn::LoadU(d, xp + 3 * N), p3.f, p3.r, p3.lo, p3.hi),
-                                  p3.z);
           if constexpr (kWide) {
+            // int32 q in [2 qmin - qmax, 2 qmax - qmin], packed with saturation, then clamped
+            const auto v0 = hn::Add(QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, xp), p0.f, p0.lo, p0.hi), p0.z);
+            const auto v1 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
+                                        d, hn::LoadU(d, xp + N), p1.f, p1.r, p1.lo, p1.hi),
+                                    p1.z);
+            const auto v2 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 3), true>(
+                                        d, hn::LoadU(d, xp + 2 * N), p2.f, p2.r, p2.lo, p2.hi),
+                                    p2.z);
+            const auto v3 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
+                                        d, hn::LoadU(d, xp + 3 * N), p3.f, p3.r, p3.lo, p3.hi),
+                                    p3.z);
             const hn::Repartition<Out, decltype(di)> d16;
             const auto q16lo = hn::Set(d16, static_cast<Out>(qmin)), q16hi = hn::Set(d16, static_cast<Out>(qmax));
             const auto z0 = hn::Zero(di);
             hn::StoreU(hn::Min(hn::Max(PackPair16(d16, v0, v1, z0), q16lo), q16hi), d16, qp);
             hn::StoreU(hn::Min(hn::Max(PackPair16(d16, v2, v3, z0), q16lo), q16hi), d16, qp + 2 * N);
           } else {
+            // Bytes: the upper clamp only (below -2^31 the conversion gives INT32_MIN, which the
+            // saturating packs take as below qmin), z added to the int16 packs (saturating:
+            // the pairs' z packed the same way), then a byte max and min.
+            const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, xp), p0.f, p0.hi, p0.hi);
+            const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2)>(d, hn::LoadU(d, xp + N), p1.f,
+                                                                                     p1.r, p1.hi, p1.hi);
+            const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 3)>(d, hn::LoadU(d, xp + 2 * N),
+                                                                                     p2.f, p2.r, p2.hi, p2.hi);
+            const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2)>(d, hn::LoadU(d, xp + 3 * N),
+                                                                                     p3.f, p3.r, p3.hi, p3.hi);
             constexpr bool kSigned = std::is_signed<Out>::value;
-            const __m512i ab = _mm512_packs_epi32(v0.raw, v1.raw), cd = _mm512_packs_epi32(v2.raw, v3.raw);
+            const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), _mm512_packs_epi32(p0.z.raw, p1.z.raw));
+            const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), _mm512_packs_epi32(p2.z.raw, p3.z.raw));
             const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmin)));
             const __m512i hi8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmax)));
             const __m512i r8 = kSigned ? _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8)
