@@ -4904,6 +4904,19 @@ void QuantizeRun(const void* args, const float* x, Out* q, std::size_t n, std::i
   QuantizeRunBody<Out, Round, kDivide, kVec>(args, x, q, n, at);
 }
 
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
+// The rem (< vecs * N) values from x into buf's first vecs vectors, the lanes past them 0: the
+// buffered tails of the row kernels. MaskedLoad of floats reads no memory past the mask on
+// these targets (AVX2: vmaskmovps).
+template <class D>
+HWY_INLINE void LoadPadded(D d, const float* HWY_RESTRICT x, std::size_t rem, std::size_t vecs,
+                           float* HWY_RESTRICT buf) {
+  const std::size_t N = hn::Lanes(d);
+  for (std::size_t v = 0; v < vecs; ++v)
+    hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, x + v * N), d, buf + v * N);
+}
+#endif
+
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Rows with their own parameters: per-channel rows of small tensors (often one block, or not
 // whole vectors: a row's rest is one buffered block or pair) and per-group blocks. Blocks of 4
@@ -5098,8 +5111,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         HWY_ALIGN float xb[4 * kMaxLanes<float>];
         HWY_ALIGN Out qb[4 * kMaxLanes<float>];
         const std::size_t rem = total - i;
-        for (std::size_t v = 0; v < 4; ++v)
-          hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, x + i + v * N), d, xb + v * N);
+        LoadPadded(d, x + i, rem, 4, xb);
         block(xb, qb);
         CopyFirst(qb, q + i, rem);
       }
@@ -5216,8 +5228,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       HWY_ALIGN float xb[4 * kMaxLanes<float>];
       HWY_ALIGN Out qb[4 * kMaxLanes<float>];
       const std::size_t vecs = rem > 2 * N ? 4 : 2;
-      for (std::size_t v = 0; v < vecs; ++v)
-        hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, xp + v * N), d, xb + v * N);
+      LoadPadded(d, xp, rem, vecs, xb);
       if (vecs == 4)
         block(xb, qb, std::false_type());
       else
@@ -5400,8 +5411,7 @@ HWY_INLINE void QuantizeRowsAvx2(const QuantizeArgs& a, const float* x, std::ptr
           const std::size_t rem = n - i;
           HWY_ALIGN float xb[4 * kMaxLanes<float>];
           HWY_ALIGN Out qb[4 * kMaxLanes<float>];
-          for (std::size_t v = 0; v < 4; ++v)
-            hn::Store(hn::MaskedLoad(hn::FirstN(d, rem > v * N ? rem - v * N : 0), d, x + i + v * N), d, xb + v * N);
+          LoadPadded(d, x + i, rem, 4, xb);
           QuantizeRowBlockAvx2<Round, kDivide, kCsr, kBypass, false>(d, xb, f, r, lo, hi, z, pack, qb);
           CopyFirst(qb, q + i, rem);
         }
