@@ -4,7 +4,10 @@
 // scalar reference's results on every compiled target.
 #include "test_simd_common.hpp"
 
+#include <quantkit/simd/gemm_abi.hpp>
+
 #include <sstream>
+#include <utility>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -932,5 +935,49 @@ TEST_CASE("simd: float requantize to bytes with multipliers near 1 and accumulat
     check_float_requantize_near_one<qk::RoundHalfEven, std::uint8_t>(*k);
     check_float_requantize_near_one<qk::RoundHalfAway, std::int8_t>(*k);
     check_float_requantize_near_one<qk::RoundFloor, std::uint8_t>(*k);
+  }
+}
+
+// The runtime-dispatch implementation is found through symbols in the namespace of
+// QUANTKIT_SIMD_ABI_VERSION (quantkit/simd/abi.hpp), so that one compiled from headers of another
+// layout is not called. That only protects while the version changes with the layout: these are
+// version 1's sizes (LP64). When this fails, a struct of abi.hpp or gemm_abi.hpp changed: bump
+// QUANTKIT_SIMD_ABI_VERSION and write the new sizes and version here.
+TEST_CASE("simd ABI: the kernel table's and its argument structs' layout is QUANTKIT_SIMD_ABI_VERSION's") {
+  static_assert(QUANTKIT_SIMD_ABI_VERSION == 1, "ABI version changed: update the sizes below with it");
+  // the declarations the front end calls are the versioned ones
+  const quantkit::simd::Kernels* (*versioned)() noexcept = &qks::detail::abi_v1::dynamic_kernels;
+  const bool same_function = versioned == &qks::detail::dynamic_kernels;  // (doctest prints no function pointers)
+  CHECK(same_function);
+  CHECK(versioned() == &qks::active_kernels());
+  CHECK(qks::dynamic_dispatch());
+  if (sizeof(void*) != 8 || sizeof(long) != 8) return;  // the sizes are LP64's
+  const std::pair<const char*, std::size_t> sizes[] = {
+      {"Plan", sizeof(qks::Plan)},
+      {"UniformSource", sizeof(qks::UniformSource)},
+      {"QuantizeArgs", sizeof(qks::QuantizeArgs)},
+      {"QuantizeParamsArgs", sizeof(qks::QuantizeParamsArgs)},
+      {"DequantizeArgs", sizeof(qks::DequantizeArgs)},
+      {"RequantizeArgs", sizeof(qks::RequantizeArgs)},
+      {"RequantConstantsArgs", sizeof(qks::RequantConstantsArgs)},
+      {"MinMaxResult", sizeof(qks::MinMaxResult)},
+      {"AbsMaxResult", sizeof(qks::AbsMaxResult)},
+      {"MinMaxParamsArgs", sizeof(qks::MinMaxParamsArgs)},
+      {"HistogramArgs", sizeof(qks::HistogramArgs)},
+      {"HistogramResult", sizeof(qks::HistogramResult)},
+      {"GridHistogramArgs", sizeof(qks::GridHistogramArgs)},
+      {"GemmF32Args", sizeof(qks::GemmF32Args)},
+      {"Kernels", sizeof(qks::Kernels)},
+      {"GemmPackArgs", sizeof(qks::GemmPackArgs)},
+      {"GemmArgs", sizeof(qks::GemmArgs)},
+      {"PairSumArgs", sizeof(qks::PairSumArgs)},
+      {"PairSumCounts", sizeof(qks::PairSumCounts)},
+      {"GemmKernels", sizeof(qks::GemmKernels)},
+  };
+  const std::size_t version1[] = {344, 16, 448, 48, 392, 472, 80, 24, 24, 368, 56, 24, 48, 96, 176, 48, 80, 80, 16, 64};
+  static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(version1) / sizeof(version1[0]), "one size per struct");
+  for (std::size_t i = 0; i < sizeof(version1) / sizeof(version1[0]); ++i) {
+    INFO("struct " << sizes[i].first << ": bump QUANTKIT_SIMD_ABI_VERSION if its layout changed");
+    CHECK(sizes[i].second == version1[i]);
   }
 }

@@ -2089,6 +2089,18 @@ struct GemmF32Args {
   const float* b_packed = nullptr;
 };
 
+// The layout version of Kernels and of every struct it passes (this header's, gemm_abi.hpp's).
+// Bump it with any change to them: the runtime-dispatch implementation's symbols carry it
+// (namespace detail::abi_v<N>, quantkit/simd/dispatch.hpp), so an implementation compiled from
+// other quantkit headers than its callers does not link (QUANTKIT_SIMD_DYNAMIC: "undefined
+// reference to quantkit::simd::detail::abi_v<N>::dynamic_kernels()") or, under the weak
+// reference, is not picked up (dynamic_dispatch() is false: static dispatch) instead of being
+// called with another layout. tests/test_simd_raw_checks.cpp pins the sizes of this version.
+#define QUANTKIT_SIMD_ABI_VERSION 1
+#define QUANTKIT_SIMD_ABI_NAMESPACE QUANTKIT_SIMD_ABI_NAMESPACE_(QUANTKIT_SIMD_ABI_VERSION)
+#define QUANTKIT_SIMD_ABI_NAMESPACE_(v) QUANTKIT_SIMD_ABI_NAMESPACE__(v)
+#define QUANTKIT_SIMD_ABI_NAMESPACE__(v) abi_v##v
+
 // One target's kernels. `target` is the Highway target bit (HWY_AVX2, ...), `name` its name.
 struct Kernels {
   std::int64_t target = 0;
@@ -8505,11 +8517,14 @@ namespace quantkit {
 namespace simd {
 namespace detail {
 #if QUANTKIT_SIMD_DYNAMIC_REF
-// Defined by quantkit/simd/implementation.hpp.
+// Defined by quantkit/simd/implementation.hpp, in the namespace of its ABI version (abi.hpp:
+// an implementation of another layout is another symbol).
+inline namespace QUANTKIT_SIMD_ABI_NAMESPACE {
 QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels() noexcept;
 QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels_for(std::int64_t target) noexcept;
 QUANTKIT_SIMD_DYNAMIC_DECL std::size_t dynamic_available(const Kernels** out,
                                                          std::size_t capacity) noexcept;
+}  // namespace QUANTKIT_SIMD_ABI_NAMESPACE
 #endif
 
 inline bool dynamic_linked() noexcept {

@@ -48,11 +48,14 @@ namespace quantkit {
 namespace simd {
 namespace detail {
 #if QUANTKIT_SIMD_DYNAMIC_REF
-// Defined by quantkit/simd/implementation.hpp.
+// Defined by quantkit/simd/implementation.hpp, in the namespace of its ABI version (abi.hpp:
+// an implementation of another layout is another symbol).
+inline namespace QUANTKIT_SIMD_ABI_NAMESPACE {
 QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels() noexcept;
 QUANTKIT_SIMD_DYNAMIC_DECL const Kernels* dynamic_kernels_for(std::int64_t target) noexcept;
 QUANTKIT_SIMD_DYNAMIC_DECL std::size_t dynamic_available(const Kernels** out,
                                                          std::size_t capacity) noexcept;
+}  // namespace QUANTKIT_SIMD_ABI_NAMESPACE
 #endif
 
 inline bool dynamic_linked() noexcept {

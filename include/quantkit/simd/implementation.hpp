@@ -40,6 +40,7 @@ namespace simd {
 HWY_EXPORT(GetKernelTable);
 
 namespace detail {
+inline namespace QUANTKIT_SIMD_ABI_NAMESPACE {  // (as dispatch.hpp declares them)
 
 const Kernels* dynamic_kernels() noexcept { return HWY_DYNAMIC_DISPATCH(GetKernelTable)(); }
 
@@ -70,6 +71,7 @@ std::size_t dynamic_available(const Kernels** out, std::size_t capacity) noexcep
   return n;
 }
 
+}  // namespace QUANTKIT_SIMD_ABI_NAMESPACE
 }  // namespace detail
 }  // namespace simd
 }  // namespace quantkit
