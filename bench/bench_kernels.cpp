@@ -108,7 +108,7 @@ std::string Case::variant() const {
     case Op::quantize_i16:
     case Op::fake_quantize: return std::string(to_string(round)) + (multiply ? ".mul" : "");
     case Op::dequantize: return "linear";
-    case Op::requantize: return to_string(requant);
+    case Op::requantize: return std::string(to_string(requant)) + (bias ? ".bias" : "");
   }
   return "?";
 }
@@ -167,7 +167,7 @@ CaseParams make_params(const Case& c) {
     p.scale.push_back(spread / (wide ? 32767.0f : 127.0f));
     p.zero_point.push_back(count == 1 ? 2 : static_cast<std::int32_t>(i % 5) - 2);
     p.multiplier.push_back(0.0061 * (count == 1 ? 1.0 : 1.0 + static_cast<double>(i % 64) / 64.0));
-    if (count > 1) p.bias.push_back(static_cast<std::int32_t>((i * 37) % 200) - 100);
+    if (count > 1 || c.bias) p.bias.push_back(static_cast<std::int32_t>((i * 37) % 200) - 100);
   }
   p.out_zero_point = 3;
   return p;
@@ -240,8 +240,8 @@ std::map<std::string, CaseParams>& bench_params() {
 
 // Fills the buffers and parameters of a case over an arena.
 Case bind(Case c, Arena& a, std::map<std::string, CaseParams>& param_cache) {
-  const std::string key = std::string(c.op == Op::quantize_i16 ? "i16/" : "") + to_string(c.gran) + "/" +
-                          std::to_string(c.rows) + "x" + std::to_string(c.row_len);
+  const std::string key = std::string(c.op == Op::quantize_i16 ? "i16/" : "") + (c.bias ? "bias/" : "") +
+                          to_string(c.gran) + "/" + std::to_string(c.rows) + "x" + std::to_string(c.row_len);
   auto it = param_cache.find(key);
   if (it == param_cache.end()) it = param_cache.emplace(key, make_params(c)).first;
   c.params = &it->second;
@@ -595,6 +595,14 @@ std::vector<Case> variants_of(Op op, bool all) {
       if (all || c.requant == Requant::fixed_point || c.requant == Requant::float_half_even)
         v.push_back(c);
     }
+    // The sweep's two schemes per tensor with a bias too (the per-channel cases have biases:
+    // per channel / per tensor compares the same work with these).
+    if (!all)
+      for (Requant s : {Requant::fixed_point, Requant::float_half_even}) {
+        c.requant = s;
+        c.bias = true;
+        v.push_back(c);
+      }
   } else {
     v.push_back(c);
   }
@@ -720,6 +728,7 @@ int main(int argc, char** argv) {
           for (const Impl& impl : impls) {
             if (!impl.sweep) continue;
             if (impl.name == "ref" && g != Gran::per_tensor) continue;
+            if (v.bias && g != Gran::per_tensor) continue;  // (per channel has biases anyway)
             Case c = v;
             c.gran = g;
             add(impl, c, n);

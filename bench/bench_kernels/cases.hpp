@@ -45,7 +45,7 @@ struct CaseParams {
   std::vector<std::int32_t> zero_point;
   std::int32_t qmin = -128, qmax = 127;
   std::vector<double> multiplier;     // requantize
-  std::vector<std::int32_t> bias;     // requantize, per channel (empty per tensor)
+  std::vector<std::int32_t> bias;     // requantize, per channel (per tensor: empty, or one: Case::bias)
   std::int32_t out_zero_point = 0;    // requantize
 };
 
@@ -54,6 +54,9 @@ struct Case {
   Round round = Round::half_even;  // quantize / fake_quantize
   bool multiply = false;           // x * (1/s) instead of x / s
   Requant requant = Requant::fixed_point;
+  // requantize per tensor: with a bias (variant "<scheme>.bias"), as a layer's per-tensor
+  // requantization has one; per-channel cases always have one per channel
+  bool bias = false;
   Gran gran = Gran::per_tensor;
   std::size_t n = 0;
   // Shape as rows x row_len (per_group: the tensor's rows; blocks run inside a row).
@@ -67,7 +70,7 @@ struct Case {
   std::int8_t* q_out = nullptr;
   std::int16_t* q16_out = nullptr;
 
-  std::string variant() const;  // "half_even", "half_even.mul", "fixed_point", "linear", ...
+  std::string variant() const;  // "half_even", "half_even.mul", "fixed_point", "float.bias", "linear", ...
   std::size_t param_count() const;
   std::size_t in_bytes() const;
   std::size_t out_bytes() const;

@@ -35,6 +35,12 @@ KERNEL = "simd"            # quantkit, runtime dispatch (the best target of this
 CACHE_SIZES = (4096, 16384, 65536)
 DRAM_SIZE = 16777216
 BARS = {"plain": 1.5, "memcpy": 0.90, "ort": 3.0, "torch": 20.0, "per_channel": 0.80}
+# run_all.sh's runs with --qk_channel_len=L (per-channel rows of L values, NCHW feature maps)
+# name their granularities "rows<L>:per_channel" and "rows<L>:per_tensor" (same sizes).
+ROWS_GRAN = re.compile(r"^rows(\d+):(per_tensor|per_channel)$")
+# (requantize measured by both of its usual schemes there: fixed point and the float multiplier)
+ROWS_VARIANTS = {"quantize": ["half_even"], "dequantize": ["linear"], "fake_quantize": ["half_even"],
+                 "requantize": ["fixed_point", "float"], "quantize_i16": ["half_even"]}
 
 
 def parse(files):
@@ -92,7 +98,20 @@ def fmt_ratio(a, b, pct=False):
 
 
 def sizes_of(rows):
-    return sorted({k[4] for k in rows})
+    return sorted({k[4] for k in rows if not ROWS_GRAN.match(k[2])})
+
+
+def per_tensor_like(rows, op, v, gran="per_tensor"):
+    """The per-tensor variant that does the per-channel case's work: requantize per channel adds
+    a bias per channel, so its per-tensor counterpart is the one with a bias (bench_kernels'
+    "<scheme>.bias"), when measured."""
+    if op == "requantize" and any(k[0] == op and k[1] == v + ".bias" and k[2] == gran for k in rows):
+        return v + ".bias"
+    return v
+
+
+def row_lengths(rows):
+    return sorted({int(m.group(1)) for k in rows for m in [ROWS_GRAN.match(k[2])] if m})
 
 
 def size_label(n):
@@ -169,11 +188,33 @@ def granularity_table(rows, sizes):
     for op in OPS:
         v = DEFAULT[op]
         for g in GRANS[1:]:
-            vals = [fmt_ratio(ips(rows, (op, v, g, KERNEL, n)), ips(rows, (op, v, "per_tensor", KERNEL, n)), pct=True)
-                    for n in sizes]
-            if all(x == "—" for x in vals):
-                continue
-            out.append(f"| {op} `{v}` | {g} / per_tensor | " + " | ".join(vals) + " |")
+            for tv in dict.fromkeys([per_tensor_like(rows, op, v), v]):
+                vals = [fmt_ratio(ips(rows, (op, v, g, KERNEL, n)), ips(rows, (op, tv, "per_tensor", KERNEL, n)), pct=True)
+                        for n in sizes]
+                if all(x == "—" for x in vals):
+                    continue
+                against = "per_tensor" if tv == v else f"per_tensor `{tv}`"
+                out.append(f"| {op} `{v}` | {g} / {against} | " + " | ".join(vals) + " |")
+    out.append("")
+    return out
+
+
+def rows_table(rows):
+    """Per-channel rows of L values (feature maps of 7x7, 14x14: NCHW on axis 1) against per-tensor
+    at the same sizes."""
+    out = ["| operation | row length | rows | elements | per_channel Gelem/s | per_tensor Gelem/s | "
+           "per_channel / per_tensor |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for op in OPS:
+        for v in ROWS_VARIANTS[op]:
+            for length in row_lengths(rows):
+                g = f"rows{length}"
+                for n in sorted({k[4] for k in rows if k[2] == f"{g}:per_channel" and k[0] == op and k[1] == v}):
+                    c = ips(rows, (op, v, f"{g}:per_channel", KERNEL, n))
+                    tv = per_tensor_like(rows, op, v, f"{g}:per_tensor")
+                    t = ips(rows, (op, tv, f"{g}:per_tensor", KERNEL, n))
+                    label = v if tv == v else f"{v}` (per tensor: `{tv}`)"
+                    out.append(f"| {op} `{label} | {length} | {n // length} | {n} | {fmt_rate(c)} | {fmt_rate(t)} | "
+                               f"{fmt_ratio(c, t, pct=True)} |")
     out.append("")
     return out
 
@@ -239,9 +280,30 @@ def check(rows, sizes):
             res.append((f"{op} per-tensor in cache: vs PyTorch (`{tv}`, worst)",
                         worst([(ips(rows, (op, tv, "per_tensor", KERNEL, n)), ips(rows, (op, tv, "per_tensor", "torch", n)))
                                for n in cache]), BARS["torch"], "x"))
-        res.append((f"{op} per-channel / per-tensor (worst over all sizes)",
-                    worst([(ips(rows, (op, v, "per_channel", KERNEL, n)), ips(rows, (op, v, "per_tensor", KERNEL, n)))
-                           for n in sizes]), BARS["per_channel"], "pct"))
+        for var in [v] + [x for x in ROWS_VARIANTS[op] if x != v]:
+            tv = per_tensor_like(rows, op, var)
+            pairs = [(ips(rows, (op, var, "per_channel", KERNEL, n)), ips(rows, (op, tv, "per_tensor", KERNEL, n)))
+                     for n in sizes]
+            if var != v and all(a is None for a, _ in pairs):
+                continue
+            same = "" if tv == var else f" (both with biases: per tensor `{tv}`)"
+            res.append((f"{op} `{var}` per-channel / per-tensor{same} (worst over all sizes)", worst(pairs),
+                        BARS["per_channel"], "pct"))
+            if tv != var:
+                res.append((f"{op} `{var}` per-channel with biases / per-tensor without (worst over all sizes; "
+                            "shown, no bar)",
+                            worst([(ips(rows, (op, var, "per_channel", KERNEL, n)),
+                                    ips(rows, (op, var, "per_tensor", KERNEL, n))) for n in sizes]), None, "pct"))
+        for var in ROWS_VARIANTS[op]:
+            for length in row_lengths(rows):
+                g = f"rows{length}"
+                tv = per_tensor_like(rows, op, var, f"{g}:per_tensor")
+                pairs = [(ips(rows, k), ips(rows, (op, tv, f"{g}:per_tensor", KERNEL, k[4])))
+                         for k in rows if k[:4] == (op, var, f"{g}:per_channel", KERNEL)]
+                if pairs:
+                    same = "" if tv == var else f" (`{tv}`)"
+                    res.append((f"{op} `{var}` per-channel rows of {length} values / per-tensor{same} (worst over "
+                                f"{len(pairs)} sizes)", worst(pairs), BARS["per_channel"], "pct"))
     for op in OPS:
         v = DEFAULT[op]
         # What the plain-loop bar can be at all: no kernel moves the op's bytes faster than its
@@ -305,10 +367,17 @@ def markdown(rows, contexts, out_dir):
         lines += sweep_table(rows, op, sizes)
     lines += ["## Per-channel and per-group against per-tensor (quantkit, dispatched)", ""]
     lines += granularity_table(rows, sizes)
+    if row_lengths(rows):
+        lines += ["## Per-channel rows of feature maps against per-tensor (quantkit, dispatched)", "",
+                  "Per-channel rows of " + ", ".join(map(str, row_lengths(rows))) + " values (NCHW "
+                  "activations of 7x7 / 14x14 maps, channels on axis 1: each channel's values are one "
+                  "row), 64 to 16384 rows, against per-tensor on the same elements; from runs of "
+                  "`bench_kernels --qk_channel_len=L` in the same `run_all.sh`.", ""]
+        lines += rows_table(rows)
     lines += ["## Rates", ""]
     for op in OPS:
         lines += rates_table(rows, op, sizes)
-    matrix_sizes = sorted({k[4] for k in rows if k[0] in OPS and k[1] != DEFAULT[k[0]]})
+    matrix_sizes = sorted({k[4] for k in rows if k[0] in OPS and k[1] != DEFAULT[k[0]] and k[2] in GRANS})
     if matrix_sizes:
         lines += ["## Every variant × granularity × target", "",
                   "Variants: rounding `half_even` (ONNX, PyTorch), `half_away` (C `round`, TFLite), "
@@ -354,7 +423,7 @@ def esc(s):
 
 
 def sweep_svg(rows, path):
-    sizes = sorted({k[4] for k in rows if k[0] in OPS and k[3] == KERNEL}) or sizes_of(rows)
+    sizes = sorted({k[4] for k in rows if k[0] in OPS and k[3] == KERNEL and k[2] in GRANS}) or sizes_of(rows)
     if not sizes:
         return
     pw, ph, ml, mt, mb, gap = 420, 300, 60, 40, 45, 75
@@ -435,7 +504,8 @@ def sweep_svg(rows, path):
 
 
 def variants_svg(rows, path):
-    matrix_sizes = sorted({k[4] for k in rows if k[0] in OPS and k[1] != DEFAULT[k[0]] and k[3] == KERNEL})
+    matrix_sizes = sorted({k[4] for k in rows if k[0] in OPS and k[1] != DEFAULT[k[0]] and k[3] == KERNEL
+                           and k[2] in GRANS})
     if not matrix_sizes:
         return
     entries = []

@@ -4,6 +4,7 @@
 #   bench_kernels.json   sweep (4K..16M elements) and variant matrix, Google Benchmark JSON
 #   ort.json torch.json  the peers, same JSON shape
 #   results.md sweep.svg variants.svg   (tools/bench/render.py)
+#   and per-channel rows of 49 and 196 values (7x7, 14x14 maps) against per-tensor
 # With --observers, bench_observers and PyTorch's observers instead (1M and 16M-element
 # batches): bench_observers.json torch_observers.json observers.md.
 # With --inference, bench_inference (demo CNN, 3-layer MLP 1024 wide, int8 GEMM; batch 256)
@@ -39,10 +40,11 @@ observers=0
 inference=0
 batch=
 observer_sizes="1048576,16777216"
+row_lengths="49 196"
 for arg in "$@"; do
   case "$arg" in
     --quick)
-      sizes="4096,65536,16777216"; matrix_sizes="65536"
+      sizes="4096,65536,16777216"; matrix_sizes="65536"; row_lengths="49"
       sweep_min_time=0.05; matrix_min_time=0.02; peer_min_time=0.05 ;;
     --no-peers) peers=0 ;;
     --observers) observers=1 ;;
@@ -132,12 +134,32 @@ step "bench_kernels: sweep ($sizes)"
 step "bench_kernels: variant x granularity x target matrix ($matrix_sizes)"
 "$bench" --qk_sizes= --qk_matrix_sizes="$matrix_sizes" --benchmark_min_time=$matrix_min_time \
   "${common[@]}" --benchmark_out="$tmp/matrix.json" >"$tmp/matrix.txt"
-# One file: the sweep's rows win where both measured the same name.
-$python - "$tmp/sweep.json" "$tmp/matrix.json" "$tmp/bench_kernels.json" <<'EOF'
+# Per-channel rows of NCHW feature maps (7x7, 14x14: rows shorter than or a few vectors long)
+# against per-tensor on the same elements, 64 / 1024 / 16384 rows.
+row_runs=()
+for len in $row_lengths; do
+  step "bench_kernels: per-channel rows of $len values"
+  "$bench" --qk_channel_len="$len" --qk_sizes=$((len * 64)),$((len * 1024)),$((len * 16384)) --qk_no_matrix \
+    --benchmark_filter='^(quantize/half_even|dequantize/linear|fake_quantize/half_even|requantize/(fixed_point|float)(\.bias)?|quantize_i16/half_even)/(per_tensor|per_channel)/simd/' \
+    --benchmark_min_time=$sweep_min_time "${common[@]}" --benchmark_out="$tmp/rows$len.json" >"$tmp/rows$len.txt"
+  row_runs+=("$len" "$tmp/rows$len.json")
+done
+# One file: the sweep's rows win where both measured the same name; the row runs' granularities
+# become rows<L>:per_channel / rows<L>:per_tensor (render.py's table of them).
+$python - "$tmp/sweep.json" "$tmp/matrix.json" "$tmp/bench_kernels.json" "${row_runs[@]}" <<'EOF'
 import json, sys
 sweep, matrix = (json.load(open(p)) for p in sys.argv[1:3])
 seen = {b["name"] for b in sweep["benchmarks"]}
 sweep["benchmarks"] += [b for b in matrix["benchmarks"] if b["name"] not in seen]
+extra = sys.argv[4:]
+for length, path in zip(extra[::2], extra[1::2]):
+    for b in json.load(open(path))["benchmarks"]:
+        for key in ("name", "run_name"):
+            if key in b:
+                parts = b[key].split("/")
+                parts[2] = f"rows{length}:{parts[2]}"
+                b[key] = "/".join(parts)
+        sweep["benchmarks"].append(b)
 json.dump(sweep, open(sys.argv[3], "w"), indent=1)
 EOF
 mv "$tmp/bench_kernels.json" "$results/bench_kernels.json"
