@@ -212,8 +212,8 @@ def rows_table(rows):
                     c = ips(rows, (op, v, f"{g}:per_channel", KERNEL, n))
                     tv = per_tensor_like(rows, op, v, f"{g}:per_tensor")
                     t = ips(rows, (op, tv, f"{g}:per_tensor", KERNEL, n))
-                    label = v if tv == v else f"{v}` (per tensor: `{tv}`)"
-                    out.append(f"| {op} `{label} | {length} | {n // length} | {n} | {fmt_rate(c)} | {fmt_rate(t)} | "
+                    label = f"`{v}`" if tv == v else f"`{v}` (per tensor: `{tv}`)"
+                    out.append(f"| {op} {label} | {length} | {n // length} | {n} | {fmt_rate(c)} | {fmt_rate(t)} | "
                                f"{fmt_ratio(c, t, pct=True)} |")
     out.append("")
     return out
