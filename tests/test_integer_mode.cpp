@@ -668,3 +668,82 @@ TEST_CASE("integer mode: nodes it cannot make integer stay float, and the report
     worst = std::max(worst, std::labs(static_cast<long>(a.at("y").as_int64(i)) - b.at("y").as_int64(i)));
   CHECK(worst <= 1);
 }
+
+// A batch whose feature maps have an extent of 0 (an empty crop, an empty batch): the integer
+// mode (IntConv's own packing, the integer pools, the requantization) does what the float
+// executor does — the same empty output, or the same error naming the node where a window
+// cannot fit (no padding) — never a division by zero or a read of nothing (IntAveragePool read
+// the first window count of none: SIGSEGV).
+TEST_CASE("integer mode: feature maps of zero extent: the float executor's empty outputs or its error") {
+  std::mt19937 rng(47);
+  Graph f;
+  f.name = "empty_maps";
+  f.opset = 13;
+  qk::graph::ValueInfo x;
+  x.name = "x";
+  x.dtype = DType::float32;
+  f.inputs.push_back(x);
+  f.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng, 0.3f);
+  f.initializers["b1"] = random_tensor({8}, rng, 0.1f);
+  f.initializers["w2"] = random_tensor({8, 1, 3, 3}, rng, 0.4f);
+  f.initializers["w3"] = random_tensor({4, 8, 1, 1}, rng, 0.3f);
+  f.initializers["w4"] = random_tensor({4, 4, 3, 3}, rng, 0.3f);
+  for (const char* w : {"w1", "b1", "w2", "w3", "w4"}) f.initializers[w].set_name(w);
+  const auto same = Attribute::make_string("SAME_UPPER");
+  f.nodes.push_back(node("Conv", {"x", "w1", "b1"}, {"c1"}, {{"auto_pad", same}}));
+  f.nodes.push_back(node("Relu", {"c1"}, {"r1"}));
+  f.nodes.push_back(node("MaxPool", {"r1"}, {"p1"}, {{"kernel_shape", Is({2, 2})}, {"auto_pad", same}}));
+  f.nodes.push_back(node("Conv", {"p1", "w2"}, {"c2"}, {{"auto_pad", same}, {"group", I(8)}}));
+  f.nodes.push_back(node("AveragePool", {"c2"}, {"ap"}, {{"kernel_shape", Is({3, 3})}, {"auto_pad", same}}));
+  f.nodes.push_back(node("Conv", {"ap", "w3"}, {"c3"}));
+  f.nodes.push_back(node("Conv", {"c3", "w4"}, {"y"}, {{"pads", Is({1, 1, 1, 1})}}));
+  qk::graph::ValueInfo y;
+  y.name = "y";
+  y.dtype = DType::float32;
+  f.outputs.push_back(y);
+  const Tensor calib = random_tensor({2, 3, 12, 12}, rng, 1.0f);
+  for (DType act : {DType::uint8, DType::int8}) {
+    CAPTURE(qk::graph::to_string(act));
+    const Graph qdq = make_qdq(f, calib, act);
+    qk::Executor<> fake(qdq);
+    qk::Executor<qk::IntegerModeT<qk::FixedPointDoubleRounding>> intr(qdq);
+    CHECK(intr.mode().integer_count() >= 6u);
+    for (const auto& n : intr.graph().nodes) CHECK(n.op_type != "Conv");
+    CHECK(intr.run({{"x", calib}}).at("y").shape() == qk::Dims{2, 4, 12, 12});
+    int empty_runs = 0, errors = 0;
+    for (const qk::Dims& shape : {qk::Dims{2, 3, 0, 12}, qk::Dims{2, 3, 12, 0}, qk::Dims{0, 3, 12, 12}}) {
+      CAPTURE(shape.to_string());
+      const Tensor empty(DType::float32, shape);
+      std::string float_error, int_error;
+      Tensor a, b;
+      try {
+        a = fake.run({{"x", empty}}).at("y");
+      } catch (const qk::Error& e) {
+        float_error = e.what();
+      }
+      try {
+        b = intr.run({{"x", empty}}).at("y");
+      } catch (const qk::Error& e) {
+        int_error = e.what();
+      }
+      CAPTURE(float_error);
+      CAPTURE(int_error);
+      if (float_error.empty()) {
+        ++empty_runs;
+        REQUIRE(int_error.empty());
+        CHECK(a.size() == 0);
+        CHECK(b.shape() == a.shape());
+        CHECK(b.dtype() == a.dtype());
+      } else {
+        // the SAME-padded nodes pass the extent of 0 on; the unpadded 1x1 Conv is where the
+        // float executor stops ("window of extent 1 ... larger than the padded input extent 0")
+        ++errors;
+        CHECK(float_error.find("'c3_node'") != std::string::npos);
+        CHECK(int_error.find("'c3_node'") != std::string::npos);
+        CHECK(int_error.find("larger than the padded input extent 0") != std::string::npos);
+      }
+    }
+    CHECK(empty_runs == 1);  // the empty batch
+    CHECK(errors == 2);
+  }
+}

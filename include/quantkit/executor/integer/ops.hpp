@@ -1146,6 +1146,10 @@ void op_int_average_pool(OpContext& ctx) {
     ctx.fail("int32 accumulator could overflow: a window of ", g.kernel_size(), " elements of up to ", max_value,
              " each; expected at most ", max_window, " elements per window");
   const Dims out_shape = ops::conv_output_shape(x.shape(), x.dim(1), g);
+  if (out_shape.product() == 0) {  // an empty batch or maps of extent 0: no windows (count.front() below)
+    ctx.set_output(0, Tensor(ya.type, out_shape));
+    return;
+  }
   const std::int64_t planes = x.dim(0) * x.dim(1), in_size = g.in_size(), P = g.out_size();
   const detail::WindowRange rd = detail::window_range(g, 0), rh = detail::window_range(g, 1),
                             rw = detail::window_range(g, 2);
