@@ -50,15 +50,21 @@ Tensor random_tensor(const qk::Dims& shape, std::mt19937& rng, float sd) {
   return t;
 }
 
+// A graph input's or output's entry (no shape).
+qk::graph::ValueInfo info(const std::string& n, DType t) {
+  qk::graph::ValueInfo v;
+  v.name = n;
+  v.dtype = t;
+  return v;
+}
+
 // A small CNN in float: Conv+Relu, MaxPool, depthwise Conv+Clip(0,6), 1x1 Conv, Add,
 // AveragePool, Concat, GlobalAveragePool, Flatten, Gemm (transB) and Reshape + MatMul.
 Graph float_cnn(std::mt19937& rng) {
   Graph g;
   g.name = "cnn";
   g.opset = 13;
-  qk::graph::ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::float32;
+  qk::graph::ValueInfo x = info("x", DType::float32);
   x.has_shape = true;
   x.dims = {2, 3, 12, 12};
   g.inputs.push_back(x);
@@ -92,12 +98,7 @@ Graph float_cnn(std::mt19937& rng) {
   g.nodes.push_back(node("Gemm", {"flat", "wg", "bg"}, {"logits"}, {{"transB", I(1)}}));
   g.nodes.push_back(node("Reshape", {"cat", "shape"}, {"rs"}));
   g.nodes.push_back(node("MatMul", {"rs", "wm"}, {"mm"}));
-  for (const char* o : {"logits", "mm"}) {
-    qk::graph::ValueInfo v;
-    v.name = o;
-    v.dtype = DType::float32;
-    g.outputs.push_back(v);
-  }
+  for (const char* o : {"logits", "mm"}) g.outputs.push_back(info(o, DType::float32));
   return g;
 }
 
@@ -368,12 +369,6 @@ Tensor random_ints(DType t, const qk::Dims& shape, std::mt19937& rng, int lo, in
 void add_init(Graph& g, const std::string& n, Tensor t) {
   t.set_name(n);
   g.initializers[n] = std::move(t);
-}
-qk::graph::ValueInfo info(const std::string& n, DType t) {
-  qk::graph::ValueInfo v;
-  v.name = n;
-  v.dtype = t;
-  return v;
 }
 }  // namespace
 
@@ -679,10 +674,7 @@ TEST_CASE("integer mode: feature maps of zero extent: the float executor's empty
   Graph f;
   f.name = "empty_maps";
   f.opset = 13;
-  qk::graph::ValueInfo x;
-  x.name = "x";
-  x.dtype = DType::float32;
-  f.inputs.push_back(x);
+  f.inputs.push_back(info("x", DType::float32));
   f.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng, 0.3f);
   f.initializers["b1"] = random_tensor({8}, rng, 0.1f);
   f.initializers["w2"] = random_tensor({8, 1, 3, 3}, rng, 0.4f);
@@ -697,10 +689,7 @@ TEST_CASE("integer mode: feature maps of zero extent: the float executor's empty
   f.nodes.push_back(node("AveragePool", {"c2"}, {"ap"}, {{"kernel_shape", Is({3, 3})}, {"auto_pad", same}}));
   f.nodes.push_back(node("Conv", {"ap", "w3"}, {"c3"}));
   f.nodes.push_back(node("Conv", {"c3", "w4"}, {"y"}, {{"pads", Is({1, 1, 1, 1})}}));
-  qk::graph::ValueInfo y;
-  y.name = "y";
-  y.dtype = DType::float32;
-  f.outputs.push_back(y);
+  f.outputs.push_back(info("y", DType::float32));
   const Tensor calib = random_tensor({2, 3, 12, 12}, rng, 1.0f);
   for (DType act : {DType::uint8, DType::int8}) {
     CAPTURE(qk::graph::to_string(act));
