@@ -309,20 +309,31 @@ HWY_INLINE std::size_t ElementsToAlignment(const T* p, std::size_t block) {
   return (block - misaligned) / sizeof(T);
 }
 
+// A zero point of 0 known where the stores are instantiated (fixed-point requantize folds its
+// zero point into the rounding constant): StoreQuantized4 and PackPair16 add nothing.
+struct NoZeroPoint {};
+template <class V>
+HWY_INLINE V AddZeroPoint(V v, V z) {
+  return hn::Add(v, z);
+}
+template <class V>
+HWY_INLINE V AddZeroPoint(V v, NoZeroPoint) {
+  return v;
+}
+
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
 // Two vectors of q - z plus z (in Out's range: exact), as 16-bit integers in one vector: the
 // packs work per 128-bit block, a 64-bit lane permute restores the order. (DemoteTo is a
 // vpmovsdw per vector on AVX-512: two uops on the shuffle port on Intel.)
-template <class D16, class VI>
-HWY_INLINE hn::Vec<D16> PackPair16(D16 /*d16*/, VI v0, VI v1, VI z) {
+template <class D16, class VI, class Z>
+HWY_INLINE hn::Vec<D16> PackPair16(D16 /*d16*/, VI v0, VI v1, Z z) {
   using Out = hn::TFromD<D16>;
   static_assert(sizeof(Out) == 2, "PackPair16: 16-bit outputs only");
   constexpr bool kSigned = std::is_signed<Out>::value;
+  const auto a = AddZeroPoint(v0, z).raw, b = AddZeroPoint(v1, z).raw;
 #if HWY_TARGET == HWY_AVX2
-  const __m256i a = _mm256_add_epi32(v0.raw, z.raw), b = _mm256_add_epi32(v1.raw, z.raw);
   return hn::Vec<D16>{_mm256_permute4x64_epi64(kSigned ? _mm256_packs_epi32(a, b) : _mm256_packus_epi32(a, b), 0xd8)};
 #else
-  const __m512i a = _mm512_add_epi32(v0.raw, z.raw), b = _mm512_add_epi32(v1.raw, z.raw);
   return hn::Vec<D16>{_mm512_permutexvar_epi64(_mm512_setr_epi64(0, 2, 4, 6, 1, 3, 5, 7),
                                                kSigned ? _mm512_packs_epi32(a, b) : _mm512_packus_epi32(a, b))};
 #endif
@@ -331,13 +342,15 @@ HWY_INLINE hn::Vec<D16> PackPair16(D16 /*d16*/, VI v0, VI v1, VI z) {
 
 // Four vectors of q - z (int32, in [lo - z, hi - z]) plus z, stored as Out. Bytes on x86: two
 // saturating packs to int16, add z there, one pack to bytes, one permute for the lane order, one
-// store (instead of four demotions and four partial stores).
-template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>>
-HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HWY_RESTRICT p) {
+// store (instead of four demotions and four partial stores). z: a vector, or NoZeroPoint.
+template <class Out, bool kStream, class DI, class VI = hn::Vec<DI>, class Z = VI>
+HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, Z z, Out* HWY_RESTRICT p) {
   constexpr bool kBytes = sizeof(Out) == 1;
   constexpr bool kSigned = std::is_signed<Out>::value;
+  constexpr bool kAddZ = !std::is_same<Z, NoZeroPoint>::value;
   (void)kBytes;
   (void)kSigned;
+  (void)kAddZ;
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL || HWY_TARGET == HWY_AVX2)
   if constexpr (sizeof(Out) == 2) {  // pairs of vectors, one store each
     const hn::Repartition<Out, DI> d16;
@@ -349,9 +362,12 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
   if constexpr (kBytes) {
     (void)di;
-    const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
-    const __m512i ab = _mm512_add_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z16);
-    const __m512i cd = _mm512_add_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z16);
+    __m512i ab = _mm512_packs_epi32(v0.raw, v1.raw), cd = _mm512_packs_epi32(v2.raw, v3.raw);
+    if constexpr (kAddZ) {
+      const __m512i z16 = _mm512_packs_epi32(z.raw, z.raw);
+      ab = _mm512_add_epi16(ab, z16);
+      cd = _mm512_add_epi16(cd, z16);
+    }
     const __m512i r = _mm512_permutexvar_epi32(
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15),
         kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd));
@@ -364,9 +380,12 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
 #elif HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
   if constexpr (kBytes) {
     (void)di;
-    const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
-    const __m256i ab = _mm256_add_epi16(_mm256_packs_epi32(v0.raw, v1.raw), z16);
-    const __m256i cd = _mm256_add_epi16(_mm256_packs_epi32(v2.raw, v3.raw), z16);
+    __m256i ab = _mm256_packs_epi32(v0.raw, v1.raw), cd = _mm256_packs_epi32(v2.raw, v3.raw);
+    if constexpr (kAddZ) {
+      const __m256i z16 = _mm256_packs_epi32(z.raw, z.raw);
+      ab = _mm256_add_epi16(ab, z16);
+      cd = _mm256_add_epi16(cd, z16);
+    }
     const __m256i r = _mm256_permutevar8x32_epi32(
         kSigned ? _mm256_packs_epi16(ab, cd) : _mm256_packus_epi16(ab, cd),
         _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
@@ -378,9 +397,12 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
   }
 #elif HWY_ARCH_X86 && (HWY_TARGET == HWY_SSE4 || HWY_TARGET == HWY_SSSE3)
   if constexpr (kBytes && hn::MaxLanes(di) == 4) {
-    const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
-    const __m128i ab = _mm_add_epi16(_mm_packs_epi32(v0.raw, v1.raw), z16);
-    const __m128i cd = _mm_add_epi16(_mm_packs_epi32(v2.raw, v3.raw), z16);
+    __m128i ab = _mm_packs_epi32(v0.raw, v1.raw), cd = _mm_packs_epi32(v2.raw, v3.raw);
+    if constexpr (kAddZ) {
+      const __m128i z16 = _mm_packs_epi32(z.raw, z.raw);
+      ab = _mm_add_epi16(ab, z16);
+      cd = _mm_add_epi16(cd, z16);
+    }
     const __m128i r = kSigned ? _mm_packs_epi16(ab, cd) : _mm_packus_epi16(ab, cd);
     if constexpr (kStream)
       _mm_stream_si128(reinterpret_cast<__m128i*>(p), r);
@@ -391,16 +413,16 @@ HWY_INLINE void StoreQuantized4(DI di, VI v0, VI v1, VI v2, VI v3, VI z, Out* HW
 #endif
   const std::size_t N = hn::Lanes(di);
   if constexpr (std::is_same<Out, std::int32_t>::value) {
-    StoreVec<kStream>(hn::Add(v0, z), di, p);
-    StoreVec<kStream>(hn::Add(v1, z), di, p + N);
-    StoreVec<kStream>(hn::Add(v2, z), di, p + 2 * N);
-    StoreVec<kStream>(hn::Add(v3, z), di, p + 3 * N);
+    StoreVec<kStream>(AddZeroPoint(v0, z), di, p);
+    StoreVec<kStream>(AddZeroPoint(v1, z), di, p + N);
+    StoreVec<kStream>(AddZeroPoint(v2, z), di, p + 2 * N);
+    StoreVec<kStream>(AddZeroPoint(v3, z), di, p + 3 * N);
   } else {
     const hn::Rebind<Out, DI> dq;
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v0, z)), dq, p);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v1, z)), dq, p + N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v2, z)), dq, p + 2 * N);
-    hn::StoreU(hn::DemoteTo(dq, hn::Add(v3, z)), dq, p + 3 * N);
+    hn::StoreU(hn::DemoteTo(dq, AddZeroPoint(v0, z)), dq, p);
+    hn::StoreU(hn::DemoteTo(dq, AddZeroPoint(v1, z)), dq, p + N);
+    hn::StoreU(hn::DemoteTo(dq, AddZeroPoint(v2, z)), dq, p + 2 * N);
+    hn::StoreU(hn::DemoteTo(dq, AddZeroPoint(v3, z)), dq, p + 3 * N);
   }
 }
 
