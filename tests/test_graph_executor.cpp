@@ -536,6 +536,38 @@ TEST_CASE("MaxPool, AveragePool (count_include_pad, ceil_mode), global pools") {
   check_floats(run1("GlobalAveragePool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {1.5f, 4});
   check_floats(run1("GlobalMaxPool", {f32({1, 2, 2}, {1, 2, 3, 5})}), {1, 2, 1}, {2, 5});
   CHECK(contains(error_of([&] { run1("MaxPool", {x}); }), "attribute 'kernel_shape' is missing"));
+  // A spatial extent of 0 leaves a global pool no values: an error naming the node, as ONNX
+  // Runtime refuses it ("Only N can be zero"; the average was NaN, the max -inf); no images or
+  // no channels: an empty output.
+  for (const std::string op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    CAPTURE(op);
+    for (const Dims& zero : {Dims{2, 3, 0, 4}, Dims{1, 1, 4, 0}, Dims{1, 2, 0}}) {
+      CHECK(contains(error_of([&] { run1(op, {f32(zero, {})}); }),
+                     "node 'n0' (op " + op + "): input shape " + zero.to_string() + " has a spatial extent of 0"));
+    }
+    CHECK(run1(op, {f32({0, 3, 4, 4}, {})}).shape() == Dims{0, 3, 1, 1});
+    CHECK(run1(op, {f32({2, 0, 4, 4}, {})}).shape() == Dims{2, 0, 1, 1});
+    CHECK(run1(op, {f32({0, 3, 0, 4}, {})}).shape() == Dims{0, 3, 1, 1});
+  }
+  // QLinearGlobalAveragePool (com.microsoft): the same refusal, not the "scale out of range" of
+  // a division by the 0 values
+  const auto qgap = [&](const Dims& shape) {
+    const std::vector<Tensor> in = {
+        tensor<std::uint8_t>(shape, std::vector<std::uint8_t>(static_cast<std::size_t>(shape.product()), 7)),
+        f32({}, {0.5f}), tensor<std::uint8_t>({}, {1}), f32({}, {0.25f}), tensor<std::uint8_t>({}, {2})};
+    Graph g = one_node("QLinearGlobalAveragePool", in, {}, 17, 1);
+    g.nodes[0].domain = "com.microsoft";
+    g.opsets["com.microsoft"] = 1;
+    qk::Executor<> ex(g);
+    std::map<std::string, Tensor> feed;
+    for (std::size_t i = 0; i < in.size(); ++i) feed["in" + std::to_string(i)] = in[i];
+    return ex.run(feed).at("out0");
+  };
+  CHECK(contains(error_of([&] { qgap({1, 2, 0, 3}); }),
+                 "node 'n0' (op com.microsoft::QLinearGlobalAveragePool): image size 0 (a spatial extent of 0)"));
+  // (7 - 1) * 4 values * 0.5 / (0.25 * 4) = 12, + 2
+  CHECK(qgap({1, 2, 2, 2}).to_vector<std::uint8_t>() == std::vector<std::uint8_t>{14, 14});
+  CHECK(qgap({0, 2, 2, 2}).shape() == Dims{0, 2, 1, 1});
 }
 
 // The window ops' direct definitions, one output at a time with a bounds check per tap: what

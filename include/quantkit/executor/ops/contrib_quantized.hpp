@@ -335,6 +335,8 @@ template <class T>
 void global_average(const OpContext& ctx, const T* x, const QParam& xp, const QParam& yp, std::int64_t planes,
                     std::int64_t n, T* y) {
   if (n >= 0x1000000) ctx.fail("image size ", n, " is too large; expected fewer than 2^24 values per channel");
+  if (n == 0 && planes > 0)
+    ctx.fail("image size 0 (a spatial extent of 0); expected every spatial extent >= 1 (the average of no values)");
   const float scale = xp.scale / (yp.scale * static_cast<float>(n));
   if (!(scale >= 0x1.0p-32f) || !(scale < 256.0f))
     ctx.fail("x_scale / (y_scale * ", n, ") = ", scale, " is out of ONNX Runtime's computation range [2^-32, 256)");

@@ -210,8 +210,12 @@ void global_pool(OpContext& ctx) {
   if (x.rank() < 3) ctx.fail("input shape ", x.shape().to_string(), "; expected N x C x D1 ...");
   Dims os = x.shape();
   for (int i = 2; i < os.rank; ++i) os[i] = 1;
-  Tensor y = Tensor::uninitialized(DType::float32, os);  // one value per plane, below
   const std::int64_t planes = x.dim(0) * x.dim(1), n = product(x.shape(), 2, x.rank());
+  // the mean (max) of no values: ONNX Runtime refuses it too ("Only N can be zero")
+  if (n == 0 && planes > 0)
+    ctx.fail("input shape ", x.shape().to_string(), " has a spatial extent of 0; expected every spatial extent >= 1 ",
+             "(a global pool of no values is undefined)");
+  Tensor y = Tensor::uninitialized(DType::float32, os);  // one value per plane, below
   const float* px = x.data<float>();
   float* py = y.data<float>();
   for (std::int64_t p = 0; p < planes; ++p) {
