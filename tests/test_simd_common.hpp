@@ -538,15 +538,25 @@ std::vector<typename Scheme::Constants> made_constants(std::initializer_list<dou
 // accumulators at the extremes (the saturating bias add), q at and next to the bound, negative
 // q, q == INT32_MIN with x == INT32_MIN (SRDHM saturation), right shifts 0 and 31, left shifts.
 // Zero point 0 with the full int32 range leaves nothing to the clamp.
-template <class Out>
+// Single rounding (TFLite; Scheme FixedPointSingleRounding, its own constants): the fast path
+// for total right shifts T = 31 - shift of 31..62 (the zero point and bias folded into the
+// nudge, no saturation), around its bounds (T = 30 and 63; |q| + 2^(T-32) + zp 2^(T-31) at and
+// one past INT32_MAX, zp 2^(T-31) - |q| at and one past INT32_MIN, for the zero points 9 and -7).
+template <class Out, class Scheme = qk::FixedPointDoubleRounding>
 void check_requantize_fixed_edges(const qks::Kernels* k) {
-  using Scheme = qk::FixedPointDoubleRounding;
   using QM = qk::ref::QuantizedMultiplier;
-  const std::vector<QM> constants = {
-      QM{1 << 30, -1}, QM{kI32Max - 1, -1}, QM{kI32Max, -1}, QM{kI32Max - 64, -7},
-      QM{kI32Max - 63, -7}, QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4},
-      QM{kI32Min, 0}, QM{1518500250, -31}, QM{kI32Max, -31}, QM{1 << 30, 0}, QM{1234567, 3},
-      QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 31}};
+  const std::vector<QM> constants =
+      std::is_same<Scheme, qk::FixedPointDoubleRounding>::value
+          ? std::vector<QM>{QM{1 << 30, -1}, QM{kI32Max - 1, -1}, QM{kI32Max, -1}, QM{kI32Max - 64, -7},
+                            QM{kI32Max - 63, -7}, QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4},
+                            QM{kI32Min, 0}, QM{1518500250, -31}, QM{kI32Max, -31}, QM{1 << 30, 0}, QM{1234567, 3},
+                            QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 31}}
+          : std::vector<QM>{QM{1 << 30, 0}, QM{kI32Max, 0}, QM{kI32Max - 1, -1}, QM{kI32Max - 64, -7},
+                            QM{kI32Max - 63, -7}, QM{kI32Max - 1216, -7}, QM{kI32Max - 1215, -7},
+                            QM{kI32Max - 895, -7}, QM{kI32Max - 894, -7}, QM{-(1 << 30) - 12345, -5},
+                            QM{kI32Min + 1, -2}, QM{kI32Min, -4}, QM{1518500250, -31}, QM{kI32Max, -31},
+                            QM{1 << 30, -32}, QM{kI32Max, -32}, QM{1 << 30, 1}, QM{1234567, 3},
+                            QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 30}};
   const std::vector<std::int32_t> biases = {0, 1, -1, kI32Max, kI32Min, kI32Max - 3, kI32Min + 3,
                                             1 << 30, -(1 << 30), 123456789, -987654};
   const qk::IntRange out = range_of<Out>();
@@ -794,12 +804,19 @@ void check_requantize_all(const qks::Kernels* k) {
     fixed.push_back(m);
   check_requantize_scheme<qk::FixedPointDoubleRounding, Out>(k, fixed);
   check_requantize_fixed_edges<Out>(k);
+  check_requantize_fixed_edges<Out, qk::FixedPointSingleRounding>(k);
   {
     using QM = qk::ref::QuantizedMultiplier;
     check_requantize_rows<Out, qk::FixedPointDoubleRounding>(
         k,
         {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7}, QM{kI32Min, -4},
          QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}},
+        QM{1518500250, -7});
+    // single rounding: T = 31 - shift of 31..62 on the fast path; 30 (shift 1), 63, negative q
+    check_requantize_rows<Out, qk::FixedPointSingleRounding>(
+        k,
+        {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, 1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7}, QM{kI32Min, -4},
+         QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -32}, QM{987654321, -31}},
         QM{1518500250, -7});
     const std::vector<qk::FloatScale> floats = {{0.0061f}, {3.4028235e38f}, {1.0f / 3.0f}, {0x1p-20f}, {1.0f},
                                                 {1e-44f},  {65536.0f},      {0.5f},        {1e-3f}};
@@ -808,6 +825,7 @@ void check_requantize_all(const qks::Kernels* k) {
   }
   if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value) {
     check_requantize_streaming<Out>(k);
+    check_requantize_streaming<Out, qk::FixedPointSingleRounding>(k);
     check_requantize_streaming<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k);
   }
   check_requantize_float_edges<Out, qk::RoundHalfEven>(k);

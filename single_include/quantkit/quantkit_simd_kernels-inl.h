@@ -6340,7 +6340,8 @@ struct RqFixedPointDouble {
 };
 
 // TFLite single rounding: (x * q + 2^(t-1)) >> t with t = 31 - shift, computed as
-// ((x * q) >> (t - 1) + 1) >> 1 (the same floor), saturated to int32.
+// ((x * q) >> (t - 1) + 1) >> 1 (the same floor), saturated to int32. The general path: runs
+// with t in [31, 62] take FixedPointStep (FixedPointFast::Single).
 struct RqFixedPointSingle {
   static constexpr int kSlots = 2;
   static constexpr bool kFloat = false;
@@ -6484,7 +6485,40 @@ struct FixedPointFast {
                           (static_cast<std::uint64_t>(c64) << 31),
                       qm);
   }
+  // TFLite single rounding (RqFixedPointSingle: k0 = q, k1 = T - 1 for out = (x * q + 2^(T-1))
+  // >> T) when T = 31 + s, 0 <= s <= 31: with x' = xc + bias as above,
+  //   floor((x' q + 2^(T-1)) / 2^T) + zp = g >> s,  g = floor((xc q + nudge) / 2^31),
+  //   nudge = bias q + 2^(T-1) + zp 2^T  (zp 2^T is zp 2^s times 2^31: exact in g),
+  // no int32 saturation (|x' q| < 2^62, T >= 31) and no rounding correction. g stays inside int32
+  // when zp 2^s - |q| >= INT32_MIN and zp 2^s + 2^(s-1) + |q| <= INT32_MAX (|x' q| / 2^31 <= |q|).
+  struct Single {};
+  FixedPointFast(Single, std::int32_t qm, std::int32_t t_minus_1, std::int32_t bias, std::int32_t zero_point)
+      : nudge(0), c(0), right(t_minus_1 - 30), q(StepMultiplier(qm)), xlo(BiasClamp(bias).lo), xhi(BiasClamp(bias).hi),
+        ok(false) {
+    const std::int64_t mag = qm < 0 ? -std::int64_t{qm} : std::int64_t{qm};
+    const int sh = right & 31, t = (t_minus_1 + 1) & 63;
+    const std::int64_t zs = std::int64_t{zero_point} * (std::int64_t{1} << sh);  // |.| <= 2^62
+    const std::int64_t half = sh == 0 ? 1 : std::int64_t{1} << (sh - 1);
+    ok = (static_cast<std::uint32_t>(right) <= 31u) & (qm != kI32Min) & (zs - mag >= kI32Min) &
+         (zs + half + mag <= kI32Max) & (!kUnsignedMulHigh | (qm >= 0));
+    nudge = StepNudge(static_cast<std::uint64_t>(std::int64_t{bias} * qm) + (std::uint64_t{1} << ((t - 1) & 63)) +
+                          (static_cast<std::uint64_t>(std::int64_t{zero_point}) << t),
+                      qm);
+  }
+  FixedPointFast(Single s, const RequantizeArgs& a, std::int64_t at)
+      : FixedPointFast(s, a.k[0][at], a.k[1][at], a.bias[at], a.zero_point) {}
 };
+template <class Scheme>
+constexpr bool kFixedPointSingle = std::is_same<Scheme, RqFixedPointSingle>::value;
+// The fast-path constants of a run of Scheme (RqFixedPointDouble or RqFixedPointSingle).
+template <class Scheme>
+HWY_INLINE FixedPointFast FixedPointFastOf(const RequantizeArgs& a, std::int64_t at) {
+  if constexpr (kFixedPointSingle<Scheme>) {
+    return FixedPointFast(FixedPointFast::Single(), a, at);
+  } else {
+    return FixedPointFast(a, at);
+  }
+}
 
 // The bound(s) of BiasClamp a run applies, from the sign of its bias: only the bound on the
 // bias's side can bite.
@@ -6496,7 +6530,8 @@ enum BiasSide : int {
 };
 
 // One vector of the fast path (see FixedPointFast): the run's constants in registers.
-template <class DI, bool kClamp, int kSide = kBiasBoth>
+// kSingle: single rounding (no rounding correction; `c` unused).
+template <class DI, bool kClamp, int kSide = kBiasBoth, bool kSingle = false>
 struct FixedPointStep {
   using V = hn::Vec<DI>;
   using VW = hn::Vec<Wide<DI>>;
@@ -6538,7 +6573,7 @@ struct FixedPointStep {
                  : kSide == kBiasLower ? hn::Max(v, xlo)
                                        : hn::Min(hn::Max(v, xlo), xhi);
     const V g = High(di, xc);
-    const V h = hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, hn::Set(di, 1)), g);
+    const V h = kSingle ? g : hn::IfThenElse(hn::Lt(g, c), hn::Sub(g, hn::Set(di, 1)), g);
     V r;
     if constexpr (kShiftByVector) {
       r = hn::operator>>(h, vright);
@@ -6633,12 +6668,12 @@ HWY_INLINE void StepTail(DI di, const Step& step, const Store& store, const std:
 }
 
 // kSide: a BiasSide (per-channel rows pass their bias's).
-template <class Out, bool kClamp, int kSide = kBiasBoth>
+template <class Out, bool kClamp, int kSide, bool kSingle>
 HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPointFast& f,
                                          const std::int32_t* HWY_RESTRICT x, Out* HWY_RESTRICT q,
                                          std::size_t n) {
   const hn::ScalableTag<std::int32_t> di;
-  const FixedPointStep<decltype(di), kClamp, kSide> step(di, f, a.lo, a.hi);
+  const FixedPointStep<decltype(di), kClamp, kSide, kSingle> step(di, f, a.lo, a.hi);
   const auto store = [&](auto stream, auto r0, auto r1, auto r2, auto r3, Out* p) QUANTKIT_LAMBDA_INLINE {
     StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, NoZeroPoint(), p);
   };
@@ -6791,21 +6826,22 @@ HWY_INLINE auto WithFloatStore(const RequantizeArgs& a, const Small& small, cons
 template <class Out, class Scheme>
 HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
                                          Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
-  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
-    const FixedPointFast f(a, at);
+  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
+    constexpr bool kS = kFixedPointSingle<Scheme>;
+    const FixedPointFast f = FixedPointFastOf<Scheme>(a, at);
     if (f.ok) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range; the bias
       // clamp on its side only (none without a bias: per-tensor layers mostly)
       const bool full = a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max();
       const std::int32_t b = a.bias[at];
       if (b == 0)
-        return full ? FixedPointBlocks4<Out, false, kBiasNone>(a, f, x, q, n)
-                    : FixedPointBlocks4<Out, true, kBiasNone>(a, f, x, q, n);
+        return full ? FixedPointBlocks4<Out, false, kBiasNone, kS>(a, f, x, q, n)
+                    : FixedPointBlocks4<Out, true, kBiasNone, kS>(a, f, x, q, n);
       if (b > 0)
-        return full ? FixedPointBlocks4<Out, false, kBiasUpper>(a, f, x, q, n)
-                    : FixedPointBlocks4<Out, true, kBiasUpper>(a, f, x, q, n);
-      return full ? FixedPointBlocks4<Out, false, kBiasLower>(a, f, x, q, n)
-                  : FixedPointBlocks4<Out, true, kBiasLower>(a, f, x, q, n);
+        return full ? FixedPointBlocks4<Out, false, kBiasUpper, kS>(a, f, x, q, n)
+                    : FixedPointBlocks4<Out, true, kBiasUpper, kS>(a, f, x, q, n);
+      return full ? FixedPointBlocks4<Out, false, kBiasLower, kS>(a, f, x, q, n)
+                  : FixedPointBlocks4<Out, true, kBiasLower, kS>(a, f, x, q, n);
     }
   }
   if constexpr (Scheme::kFloat) {
@@ -7103,9 +7139,11 @@ struct FixedPointRowConstants {
 // of rows when contiguous (no MaskedLoad: Highway 1.0.3's needs aligned addresses below AVX2),
 // the rest one by one. The vectors decide without 64-bit lanes: with u = |2 zp + 1|,
 // s = right - 1, |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q| are
-// |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s.
-inline std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp,
-                                        FixedPointRowConstants& t) {
+// |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s. Single rounding (Scheme
+// RqFixedPointSingle): row by row (its k1 is T - 1, and it has no k2).
+template <class Scheme>
+HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp,
+                                            FixedPointRowConstants& t) {
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
   const std::int32_t* HWY_RESTRICT kl = a.k[1];
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
@@ -7115,7 +7153,7 @@ inline std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0
   std::uint64_t bits = 0;
   std::size_t j = 0;
   const std::int64_t u64 = 2 * std::int64_t{a.zero_point} + 1;
-  if (dp == 1 && (u64 < 0 ? -u64 : u64) <= kI32Max) {  // (else |c64| >= 2^31: every row slow)
+  if (!kFixedPointSingle<Scheme> && dp == 1 && (u64 < 0 ? -u64 : u64) <= kI32Max) {  // (else |c64| >= 2^31: every row slow)
     const hn::RebindToUnsigned<decltype(di)> du;
     const auto one = hn::Set(di, 1);
     const auto zero = hn::Zero(di);
@@ -7164,7 +7202,8 @@ inline std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0
   }
   for (; j < m; ++j) {
     const std::int64_t p = p0 + static_cast<std::int64_t>(j) * dp;
-    const FixedPointFast f(kq[p], kl[p], kr[p], kb[p], a.zero_point);
+    const FixedPointFast f = kFixedPointSingle<Scheme> ? FixedPointFast(FixedPointFast::Single(), kq[p], kl[p], kb[p], a.zero_point)
+                                                       : FixedPointFast(kq[p], kl[p], kr[p], kb[p], a.zero_point);
     bits |= std::uint64_t{!f.ok} << j;
     t.nudge[j] = f.nudge;
     t.q[j] = f.q;
@@ -7178,7 +7217,7 @@ inline std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0
 // FloatMaskRows for FixedPointRows, over rows the fast path takes (the caller ran the others),
 // with their constants from t (row i of mask: t's entry i); what a row's blocks leave goes out
 // of line.
-template <class Out, bool kClamp, int kSide>
+template <class Out, bool kClamp, int kSide, class Scheme>
 HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRowConstants& t, const std::int32_t* x,
                                      std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq, std::uint64_t mask, std::size_t n,
                                      std::int64_t at, std::int64_t dat) {
@@ -7187,7 +7226,8 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
     StoreQuantized4<Out, decltype(stream)::value>(di, r0, r1, r2, r3, NoZeroPoint(), to);
   };
   // the call's output bounds set once (a dummy run's constants until the first row's)
-  FixedPointStep<decltype(di), kClamp, kSide> step(di, FixedPointFast(1 << 30, 0, 1, 0, 0), a.lo, a.hi);
+  FixedPointStep<decltype(di), kClamp, kSide, kFixedPointSingle<Scheme>> step(di, FixedPointFast(1 << 30, 0, 1, 0, 0), a.lo,
+                                                                           a.hi);
   if (n == 4 * hn::Lanes(di)) {
     return OneBlockRowPairs<Out>(di, step, store, x, sx, q, sq, mask, [&](auto& row_step, std::ptrdiff_t i) {
       row_step.SetRow(di, t, static_cast<std::size_t>(i));
@@ -7202,34 +7242,34 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
     if constexpr (kMaskedRowTail) {
       if (done < n) StepTail<Out>(di, step, store, xr + done, qr + done, n - done);
     } else {
-      if (done < n) RequantizeRun<Out, RqFixedPointDouble, false>(&a, xr + done, qr + done, n - done, at + i * dat);
+      if (done < n) RequantizeRun<Out, Scheme, false>(&a, xr + done, qr + done, n - done, at + i * dat);
     }
   }
 }
 
 // Fixed point, no streaming: the rows grouped by their bias's side (ForRowsBySide), each
 // group through FixedPointMaskRows.
-template <class Out, bool kClamp>
+template <class Out, bool kClamp, class Scheme>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
                                  std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at,
                                  std::int64_t dat) {
   FixedPointRowConstants t;  // of the 64 rows from k0
-  // rows whose constants the fast path does not take through RqFixedPointDouble; the others'
-  // constants into t
+  // rows whose constants the fast path does not take through Scheme's general path; the
+  // others' constants into t
   const auto slow = [&](std::size_t k0, std::size_t m) {
     const std::int64_t p0 = at + static_cast<std::int64_t>(k0) * dat;
-    const std::uint64_t bits = FixedPointRowTable(a, p0, m, dat, t);
+    const std::uint64_t bits = FixedPointRowTable<Scheme>(a, p0, m, dat, t);
     for (std::uint64_t b = bits; b != 0; b &= b - 1) {
       const auto i = static_cast<std::ptrdiff_t>(k0 + hwy::Num0BitsBelowLS1Bit_Nonzero64(b));
-      RequantizeRun<Out, RqFixedPointDouble, false>(&a, x + i * sx, q + i * sq, n, at + i * dat);
+      RequantizeRun<Out, Scheme, false>(&a, x + i * sx, q + i * sq, n, at + i * dat);
     }
     return bits;
   };
   ForRowsBySide(a.bias, count, at, dat, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
     if (mask == 0) return;
     const auto k = static_cast<std::ptrdiff_t>(k0);
-    FixedPointMaskRows<Out, kClamp, decltype(side)::value>(a, t, x + k * sx, sx, q + k * sq, sq, mask, n,
-                                                           at + static_cast<std::int64_t>(k0) * dat, dat);
+    FixedPointMaskRows<Out, kClamp, decltype(side)::value, Scheme>(a, t, x + k * sx, sx, q + k * sq, sq, mask, n,
+                                                                   at + static_cast<std::int64_t>(k0) * dat, dat);
   });
 }
 
@@ -7242,12 +7282,12 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
   const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
   // rows shorter than a block too where StepTail takes what the blocks leave
   const std::size_t min_row = kMaskedRowTail ? 1 : 4 * hn::Lanes(hn::ScalableTag<std::int32_t>());
-  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value) {
+  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
     if (blocks && !a.stream && n >= min_row) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range
       if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
-        return FixedPointRows<Out, false>(a, x, sx, q, sq, count, n, at, dat);
-      return FixedPointRows<Out, true>(a, x, sx, q, sq, count, n, at, dat);
+        return FixedPointRows<Out, false, Scheme>(a, x, sx, q, sq, count, n, at, dat);
+      return FixedPointRows<Out, true, Scheme>(a, x, sx, q, sq, count, n, at, dat);
     }
   }
   if constexpr (Scheme::kFloat) {
