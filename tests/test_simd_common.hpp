@@ -841,9 +841,22 @@ void check_requantize_all(const qks::Kernels* k) {
   std::vector<qk::DoubleShift::Constants> dbl = made_constants<qk::DoubleShift>({0.75, 0.5, 1.5, 0.3, 1e-3, 1e-9, 1.2});
   for (auto c : {qk::DoubleShift::Constants{1, 1}, qk::DoubleShift::Constants{31, 31},
                  qk::DoubleShift::Constants{30, 31}, qk::DoubleShift::Constants{1, 31},
-                 qk::DoubleShift::Constants{5, 9}})
+                 qk::DoubleShift::Constants{5, 9},
+                 // past 31 total shift: the kernels' single-rounding form with T = shift2
+                 qk::DoubleShift::Constants{0, 40}, qk::DoubleShift::Constants{30, 62},
+                 qk::DoubleShift::Constants{31, 40}, qk::DoubleShift::Constants{30, 32},
+                 qk::DoubleShift::Constants{20, 45}})
     dbl.push_back(c);
   check_requantize_scheme<qk::DoubleShift, Out>(k, dbl);
+  // short rows: multipliers below 1 (the kernels' single-rounding step, shift2 <= 31 and past
+  // it) between ones that are not (shift1 >= shift2: (2^s1 + 1) 2^(31-s2) >= 2^31; shift1 31
+  // with shift2 > 31)
+  {
+    using DS = qk::DoubleShift::Constants;
+    check_requantize_rows<Out, qk::DoubleShift>(
+        k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33}},
+        DS{3, 9});
+  }
 }
 
 // ---------------------------------------------------------------- reductions

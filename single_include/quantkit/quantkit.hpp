@@ -7197,7 +7197,8 @@ struct RqSingleShift {
   }
 };
 
-// N2D2 double shift: (x + (x << s1) + 2^(s2-1)) >> s2 in int64, saturated to int32.
+// N2D2 double shift: (x + (x << s1) + 2^(s2-1)) >> s2 in int64, saturated to int32. The
+// general path: multipliers below 1 take FixedPointStep as single rounding (DoubleShiftFast).
 struct RqDoubleShift {
   static constexpr int kSlots = 3;
   static constexpr bool kFloat = false;
@@ -7329,16 +7330,40 @@ struct FixedPointFast {
   FixedPointFast(Single s, const RequantizeArgs& a, std::int64_t at)
       : FixedPointFast(s, a.k[0][at], a.k[1][at], a.bias[at], a.zero_point) {}
 };
+// N2D2's double shift, (x (2^s1 + 1) + 2^(s2-1)) >> s2 saturated, is single rounding with
+// q = (2^s1 + 1) 2^(31 - s2) and T = 31 for s2 <= 31 (numerator and divisor times 2^(31-s2)),
+// q = 2^s1 + 1 and T = s2 above: the fast path where that q fits int32 (a multiplier below 1,
+// so the saturation never bites) and FixedPointFast::Single's bounds hold.
+inline FixedPointFast DoubleShiftFast(std::int32_t s1, std::int32_t s2, std::int32_t bias, std::int32_t zero_point) {
+  const std::int64_t q0 = (std::int64_t{1} << (s1 & 31)) + 1;
+  const bool low = s2 <= 31;
+  const std::int64_t q = low ? q0 << ((31 - s2) & 31) : q0;
+  FixedPointFast f(FixedPointFast::Single(), static_cast<std::int32_t>(static_cast<std::uint32_t>(q)), low ? 30 : s2 - 1,
+                   bias, zero_point);
+  f.ok = f.ok & (q <= kI32Max) & (static_cast<std::uint32_t>(s1) <= 31u) & (s2 >= 1);
+  return f;
+}
+
+// Schemes FixedPointStep takes as single rounding (kSingle).
 template <class Scheme>
-constexpr bool kFixedPointSingle = std::is_same<Scheme, RqFixedPointSingle>::value;
-// The fast-path constants of a run of Scheme (RqFixedPointDouble or RqFixedPointSingle).
+constexpr bool kFixedPointSingle = std::is_same<Scheme, RqFixedPointSingle>::value || std::is_same<Scheme, RqDoubleShift>::value;
+// The fast-path constants of Scheme (RqFixedPointDouble, RqFixedPointSingle, RqDoubleShift)
+// from its kernel constants k0, k1, k2 (abi.hpp).
+template <class Scheme>
+HWY_INLINE FixedPointFast FixedPointFastOf(std::int32_t k0, std::int32_t k1, std::int32_t k2, std::int32_t bias,
+                                           std::int32_t zero_point) {
+  if constexpr (std::is_same<Scheme, RqDoubleShift>::value) {
+    return DoubleShiftFast(k0, k1, bias, zero_point);
+  } else if constexpr (std::is_same<Scheme, RqFixedPointSingle>::value) {
+    (void)k2;
+    return FixedPointFast(FixedPointFast::Single(), k0, k1, bias, zero_point);
+  } else {
+    return FixedPointFast(k0, k1, k2, bias, zero_point);
+  }
+}
 template <class Scheme>
 HWY_INLINE FixedPointFast FixedPointFastOf(const RequantizeArgs& a, std::int64_t at) {
-  if constexpr (kFixedPointSingle<Scheme>) {
-    return FixedPointFast(FixedPointFast::Single(), a, at);
-  } else {
-    return FixedPointFast(a, at);
-  }
+  return FixedPointFastOf<Scheme>(a.k[0][at], a.k[1][at], Scheme::kSlots > 2 ? a.k[2][at] : 0, a.bias[at], a.zero_point);
 }
 
 // The bound(s) of BiasClamp a run applies, from the sign of its bias: only the bound on the
@@ -7648,6 +7673,7 @@ template <class Out, class Scheme>
 HWY_INLINE std::size_t RequantizeBlocks4(const RequantizeArgs& a, const std::int32_t* HWY_RESTRICT x,
                                          Out* HWY_RESTRICT q, std::size_t n, std::int64_t at) {
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
+    // (single rounding and N2D2's double shift: kFixedPointSingle)
     constexpr bool kS = kFixedPointSingle<Scheme>;
     const FixedPointFast f = FixedPointFastOf<Scheme>(a, at);
     if (f.ok) {
@@ -8023,8 +8049,7 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
   }
   for (; j < m; ++j) {
     const std::int64_t p = p0 + static_cast<std::int64_t>(j) * dp;
-    const FixedPointFast f = kFixedPointSingle<Scheme> ? FixedPointFast(FixedPointFast::Single(), kq[p], kl[p], kb[p], a.zero_point)
-                                                       : FixedPointFast(kq[p], kl[p], kr[p], kb[p], a.zero_point);
+    const FixedPointFast f = FixedPointFastOf<Scheme>(kq[p], kl[p], Scheme::kSlots > 2 ? kr[p] : 0, kb[p], a.zero_point);
     bits |= std::uint64_t{!f.ok} << j;
     t.nudge[j] = f.nudge;
     t.q[j] = f.q;
