@@ -332,8 +332,8 @@ HWY_INLINE void StoreNarrow(DI di, V v, Out* HWY_RESTRICT p) {
 //   x'' * 2q + nudge2 = 2 * (xc * q + nudge) (mod 2^64), nudge2 = 2 nudge - q * 2^32,
 // and 2 (xc * q + nudge) = 2^32 g + (0 or 2^31) fits int64 (g fits int32), so its high half
 // is g. That drops the even products' shift and the odd ones' doubling (11 vector ops per 16
-// values instead of 13 with the shift by a vector of counts); a negative q takes the
-// reference-order path (RqFixedPointDouble::Apply).
+// values instead of 13 with the shift by a vector of counts); a negative q takes the scheme's
+// general path (its Apply).
 constexpr bool kUnsignedMulHigh = HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
 // The step's nudge and multiplier from FixedPointFast's nudge and q.
 inline std::uint64_t StepNudge(std::uint64_t nudge, std::int32_t qm) {
@@ -350,8 +350,6 @@ struct FixedPointFast {
   std::int32_t q;  // the step's multiplier (StepMultiplier)
   std::int32_t xlo, xhi;
   bool ok;
-  FixedPointFast(const RequantizeArgs& a, std::int64_t at)
-      : FixedPointFast(a.k[0][at], a.k[1][at], a.k[2][at], a.bias[at], a.zero_point) {}
   // Few branches (FixedPointRowTable makes one per row of non-contiguous constants): the shift
   // counts are masked to stay defined whatever the constants, and `ok` is the one decision.
   FixedPointFast(std::int32_t qm, std::int32_t left, std::int32_t right_shift, std::int32_t bias,
@@ -388,8 +386,6 @@ struct FixedPointFast {
                           (static_cast<std::uint64_t>(std::int64_t{zero_point}) << t),
                       qm);
   }
-  FixedPointFast(Single s, const RequantizeArgs& a, std::int64_t at)
-      : FixedPointFast(s, a.k[0][at], a.k[1][at], a.bias[at], a.zero_point) {}
 };
 // N2D2's double shift, (x (2^s1 + 1) + 2^(s2-1)) >> s2 saturated, is single rounding with
 // q = (2^s1 + 1) 2^(31 - s2) and T = 31 for s2 <= 31 (numerator and divisor times 2^(31-s2)),
@@ -1047,8 +1043,8 @@ struct FixedPointRowConstants {
 // of rows when contiguous (no MaskedLoad: Highway 1.0.3's needs aligned addresses below AVX2),
 // the rest one by one. The vectors decide without 64-bit lanes: with u = |2 zp + 1|,
 // s = right - 1, |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q| are
-// |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s. Single rounding (Scheme
-// RqFixedPointSingle): row by row (its k1 is T - 1, and it has no k2).
+// |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s. Single rounding and the double
+// shift (kFixedPointSingle): row by row (FixedPointFastOf).
 template <class Scheme>
 HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp,
                                             FixedPointRowConstants& t) {
