@@ -680,6 +680,44 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
   }
 }
 
+// Per channel, many rows shorter than a block or with a partial last block (NCHW 7 x 7 maps:
+// rows of 49; 50; 196 = 3 blocks + 4 on AVX-512): the row kernels' 64-row groups make the
+// fast path's constants on vectors (single rounding and the double shift too) and one tail
+// per call serves every row. Constants cycle through `constants` (fast and not), biases of
+// both signs and at the extremes, zero point 0 and not, ReLU or the whole range.
+template <class Out, class Scheme>
+void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& constants) {
+  const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};
+  const qk::IntRange out = range_of<Out>();
+  for (const qk::Dims& shape : {qk::Dims{130, 49}, qk::Dims{2, 70, 50}, qk::Dims{67, 196}}) {
+    const int axis = shape.rank - 2;
+    const auto channels = static_cast<std::size_t>(shape[axis]);
+    const auto n = static_cast<std::size_t>(shape.product());
+    std::vector<std::int32_t> acc = accumulators(n, static_cast<std::uint32_t>(n) + 11);
+    const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Max, kI32Max - 1, -1, 0, 1, -(1 << 30), 1 << 30};
+    for (std::size_t i = 0; i < n; i += 7) acc[i] = edges[(i / 7) % (sizeof(edges) / sizeof(edges[0]))];
+    for (int variant = 0; variant < 4; ++variant) {
+      qk::RequantParams<Scheme> p;
+      for (std::size_t c = 0; c < channels; ++c) {
+        p.constants.push_back(constants[(c * 3 + static_cast<std::size_t>(variant)) % constants.size()]);
+        p.bias.push_back(biases[(c + static_cast<std::size_t>(variant)) % biases.size()]);
+      }
+      p.output_zero_point = variant % 2 == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
+      p.clamp_min = variant < 2 ? out.qmin : p.output_zero_point;  // ReLU
+      p.clamp_max = out.qmax;
+      p.channel_axis = axis;
+      const qk::View<const std::int32_t> a(acc.data(), shape);
+      std::vector<Out> want(n), got(n);
+      qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape), "layer");
+      qks::requantize(a, p, qk::View<Out>(got.data(), shape), "layer", k);
+      CAPTURE(shape.to_string());
+      CAPTURE(variant);
+      QK_CHECK_SAME(got, want, acc);
+      CHECK(got == want);  // counted
+    }
+  }
+}
+
 // Large enough to stream (non-temporal stores past stream_threshold_bytes, from the first
 // aligned block of a misaligned output), per tensor with the whole output range (no clamp)
 // and per channel with a ReLU clamp, for the fixed-point and float fast paths.
@@ -822,6 +860,17 @@ void check_requantize_all(const qks::Kernels* k) {
                                                 {1e-44f},  {65536.0f},      {0.5f},        {1e-3f}};
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, qk::FloatScale{0.0061f});
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundFloor>>(k, floats, qk::FloatScale{0.0061f});
+    check_requantize_many_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats);
+    check_requantize_many_rows<Out, qk::FixedPointDoubleRounding>(
+        k, {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7},
+            QM{kI32Min, -4}, QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}, QM{1 << 30, -30}});
+    // single rounding around the fast path's bounds: T = 30, 31, 62, 63; q at and one past
+    // the zero point's bounds (-7 and 9, as check_requantize_fixed_edges); negative q, INT32_MIN
+    check_requantize_many_rows<Out, qk::FixedPointSingleRounding>(
+        k, {QM{1 << 30, 0}, QM{kI32Max, 0}, QM{kI32Max - 1, -1}, QM{kI32Max - 64, -7}, QM{kI32Max - 63, -7},
+            QM{kI32Max - 1216, -7}, QM{kI32Max - 1215, -7}, QM{kI32Max - 895, -7}, QM{kI32Max - 894, -7},
+            QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4}, QM{1518500250, -31}, QM{kI32Max, -31},
+            QM{1 << 30, -32}, QM{kI32Max, -32}, QM{1 << 30, 1}, QM{1234567, 3}, QM{987654321, -9}, QM{1 << 30, 30}});
   }
   if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value) {
     check_requantize_streaming<Out>(k);
@@ -856,6 +905,10 @@ void check_requantize_all(const qks::Kernels* k) {
     check_requantize_rows<Out, qk::DoubleShift>(
         k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33}},
         DS{3, 9});
+    // many rows: shift1 0..31 against shift2 1..62 (q = (2^s1 + 1) 2^(31-s2) at and past 2^31)
+    check_requantize_many_rows<Out, qk::DoubleShift>(
+        k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33},
+            DS{30, 32}, DS{29, 31}, DS{20, 45}, DS{31, 62}, DS{0, 32}, DS{5, 6}, DS{16, 61}, DS{2, 31}});
   }
 }
 

@@ -6670,23 +6670,53 @@ constexpr bool kMaskedRowTail = HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3
 // every row of a call, so the branches predict. Per-channel rows of 7 x 7 or 14 x 14 values
 // took the generic per-vector loop and a scalar-buffered tail per row before: 6-36 % of per
 // tensor's speed.
-template <class Out, class DI, class Step, class Store>
-HWY_INLINE void StepTail(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
-                         Out* HWY_RESTRICT q, std::size_t rem) {
-  static_assert(kMaskedRowTail && sizeof(Out) > 0,
-                "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
-  const std::size_t N = hn::Lanes(di);
-  const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-    return step.Apply(di, hn::MaskedLoad(hn::FirstN(di, rem - k * N), di, x + k * N));
-  };
-  const auto r0 = part(0);
-  const auto r1 = rem > N ? part(1) : r0;
-  const auto r2 = rem > 2 * N ? part(2) : r0;
-  const auto r3 = rem > 3 * N ? part(3) : r0;
-  HWY_ALIGN Out buf[4 * kMaxLanes<std::int32_t>];
-  store(std::false_type(), r0, r1, r2, r3, buf);
-  CopyFirst(buf, q, rem);
-}
+template <class Out, class DI>
+struct StepTail {
+  using M = hn::Mask<DI>;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  // the bytes' stores (CopyFirst's), 64 bytes each: outputs of at most 2 bytes
+  static constexpr bool kByteMasks = sizeof(Out) <= 2;
+#else
+  static constexpr bool kByteMasks = false;
+#endif
+  using DU8 = hn::ScalableTag<std::uint8_t>;
+  M load[4];
+  hn::Mask<DU8> bytes[2];
+  std::size_t rem;
+  HWY_INLINE StepTail(DI di, std::size_t rem_) : rem(rem_) {
+    const std::size_t N = hn::Lanes(di);
+    for (std::size_t k = 0; k < 4; ++k) load[k] = hn::FirstN(di, rem > k * N ? rem - k * N : 0);
+    const DU8 du8;
+    const std::size_t nb = rem * sizeof(Out), N8 = hn::Lanes(du8);
+    for (std::size_t k = 0; k < 2; ++k) bytes[k] = hn::FirstN(du8, nb > k * N8 ? nb - k * N8 : 0);
+  }
+  template <class Step, class Store>
+  HWY_INLINE void operator()(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
+                             Out* HWY_RESTRICT q) const {
+    static_assert(kMaskedRowTail && sizeof(Out) > 0,
+                  "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
+    const std::size_t N = hn::Lanes(di);
+    const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      return step.Apply(di, hn::MaskedLoad(load[k], di, x + k * N));
+    };
+    const auto r0 = part(0);
+    const auto r1 = rem > N ? part(1) : r0;
+    const auto r2 = rem > 2 * N ? part(2) : r0;
+    const auto r3 = rem > 3 * N ? part(3) : r0;
+    HWY_ALIGN Out buf[4 * kMaxLanes<std::int32_t>];
+    store(std::false_type(), r0, r1, r2, r3, buf);
+    if constexpr (kByteMasks) {
+      const DU8 du8;
+      auto* HWY_RESTRICT to = reinterpret_cast<std::uint8_t*>(q);
+      const auto* HWY_RESTRICT from = reinterpret_cast<const std::uint8_t*>(buf);
+      hn::BlendedStore(hn::Load(du8, from), bytes[0], du8, to);
+      if (sizeof(Out) == 2 && rem * 2 > hn::Lanes(du8))
+        hn::BlendedStore(hn::Load(du8, from + hn::Lanes(du8)), bytes[1], du8, to + hn::Lanes(du8));
+    } else {
+      CopyFirst(buf, q, rem);
+    }
+  }
+};
 
 // kSide: a BiasSide (per-channel rows pass their bias's).
 template <class Out, bool kClamp, int kSide, bool kSingle>
@@ -7085,6 +7115,8 @@ HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, con
       row_step.SetRun(di, kf[p], kb[p]);
     });
   }
+  const std::size_t tail_at = n & ~(4 * hn::Lanes(di) - 1);
+  const StepTail<Out, decltype(di)> tail(di, n - tail_at);
   for (; mask != 0; mask &= mask - 1) {
     const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
     const std::int64_t p = at + i * dat;
@@ -7093,7 +7125,7 @@ HWY_NOINLINE void FloatMaskRows(const RequantizeArgs& a, const Store& store, con
     step.SetRun(di, kf[p], kb[p]);
     const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
     if constexpr (kMaskedRowTail) {
-      if (done < n) StepTail<Out>(di, step, store, xr + done, qr + done, n - done);
+      if (done < n) tail(di, step, store, xr + done, qr + done);
     } else {
       if (done < n) RequantizeRun<Out, RqFloat<Round>, false>(&a, xr + done, qr + done, n - done, p);
     }
@@ -7222,6 +7254,84 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
 #endif
     }
   }
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kFixedPointSingle<Scheme>) {
+    if (dp == 1) {
+      // FixedPointFast::Single (and DoubleShiftFast's mapping) on vectors: the int32 outputs in
+      // int32 lanes, the checks and the nudge in int64 lanes, each half of the rows promoted.
+      // Row by row it cost single rounding's rows of 49 values 10-15 % of their time.
+      const hn::RebindToUnsigned<decltype(di)> du;
+      const hn::Half<decltype(di)> dh;
+      const hn::RepartitionToWide<decltype(di)> dw;
+      const hn::RebindToUnsigned<decltype(dw)> du64;
+      const auto zero = hn::Zero(di);
+      const auto set_w = [&](std::int64_t v) HWY_ATTR { return hn::Set(dw, v); };
+      // v << count (bits; count in [0, 63])
+      const auto shl_w = [&](auto v, auto count) HWY_ATTR {
+        return hn::BitCast(dw, hn::operator<<(hn::BitCast(du64, v), hn::BitCast(du64, count)));
+      };
+      const auto zero_w = set_w(0), one_w = set_w(1), v31_w = set_w(31), zp_w = set_w(a.zero_point);
+      const auto min_w = set_w(kI32Min), max_w = set_w(kI32Max);
+      const auto in = [&](auto v, auto lo, auto hi) HWY_ATTR { return hn::And(hn::Not(hn::Lt(v, lo)), hn::Not(hn::Gt(v, hi))); };
+      // Bits of the half's rows off the fast path (bit i: row i of the half); their nudges into
+      // t.nudge + at.
+      const auto half = [&](auto k0h, auto k1h, auto bh, std::size_t at) HWY_ATTR {
+        const auto k0 = hn::PromoteTo(dw, k0h), k1 = hn::PromoteTo(dw, k1h);
+        auto q = k0, t1 = k1;  // single rounding's q and T - 1
+        auto ok = hn::Eq(zero_w, zero_w);
+        if constexpr (std::is_same<Scheme, RqDoubleShift>::value) {  // DoubleShiftFast
+          const auto s1 = k0, s2 = k1;
+          const auto q0 = hn::Add(shl_w(one_w, hn::And(s1, v31_w)), one_w);
+          const auto low = hn::Not(hn::Gt(s2, v31_w));
+          q = hn::IfThenElse(low, shl_w(q0, hn::And(hn::Sub(v31_w, s2), v31_w)), q0);
+          t1 = hn::IfThenElse(low, set_w(30), hn::Sub(s2, one_w));
+          ok = hn::And(hn::And(hn::Not(hn::Gt(q, max_w)), in(s1, zero_w, v31_w)), hn::Gt(s2, zero_w));
+        }
+        // FixedPointFast::Single
+        const auto right = hn::Sub(t1, set_w(30));
+        const auto sh = hn::And(right, v31_w);
+        const auto tt = hn::And(hn::Add(t1, one_w), set_w(63));  // T
+        const auto mag = hn::IfThenElse(hn::Lt(q, zero_w), hn::Sub(zero_w, q), q);
+        const auto zs = shl_w(zp_w, sh);
+        const auto rounding = hn::Max(hn::ShiftRight<1>(shl_w(one_w, sh)), one_w);  // (shl_w's >= 0)
+        ok = hn::And(ok, hn::And(in(right, zero_w, v31_w), hn::Not(hn::Eq(q, min_w))));
+        ok = hn::And(ok, hn::And(hn::Not(hn::Lt(hn::Sub(zs, mag), min_w)),
+                                 hn::Not(hn::Gt(hn::Add(hn::Add(zs, rounding), mag), max_w))));
+        if constexpr (kUnsignedMulHigh) ok = hn::And(ok, hn::Not(hn::Lt(q, zero_w)));
+        // nudge = bias q + 2^(T-1) + zp 2^T, wrapping (bias and q as int32, as FixedPointFast's)
+        const auto prod = hn::MulEven(hn::BitCast(di, hn::PromoteTo(dw, bh)), hn::BitCast(di, q));
+        const auto n = hn::BitCast(du64, hn::Add(hn::Add(prod, shl_w(one_w, hn::And(hn::Sub(tt, one_w), set_w(63)))),
+                                                 shl_w(zp_w, tt)));
+        // StepNudge (rows with q < 0 are off the fast path on kUnsignedMulHigh's targets)
+        const auto q_hi = hn::BitCast(du64, hn::ShiftLeft<32>(q));  // (uint32 q) << 32
+        hn::Store(kUnsignedMulHigh ? hn::Sub(hn::Add(n, n), q_hi) : n, du64, t.nudge + at);
+        return MaskBits64(dw, hn::Not(ok));
+      };
+      for (; j + N <= m; j += N) {
+        const auto k0 = hn::LoadU(di, kq + p0 + j);
+        const auto k1 = hn::LoadU(di, kl + p0 + j);
+        const auto b = hn::LoadU(di, kb + p0 + j);
+        auto q = k0, right = hn::Sub(k1, hn::Set(di, 30));
+        if constexpr (std::is_same<Scheme, RqDoubleShift>::value) {
+          // q's low half (the fast path's q fits int32), T - 31
+          const auto one_u = hn::Set(du, 1u);
+          const auto v31 = hn::Set(di, 31);
+          const auto q0 = hn::BitCast(di, hn::Add(hn::operator<<(one_u, hn::BitCast(du, hn::And(k0, v31))), one_u));
+          const auto low = hn::Not(hn::Gt(k1, v31));
+          q = hn::IfThenElse(low, hn::BitCast(di, hn::operator<<(hn::BitCast(du, q0), hn::BitCast(du, hn::And(hn::Sub(v31, k1), v31)))), q0);
+          right = hn::IfThenElse(low, zero, hn::Sub(k1, v31));
+        }
+        bits |= half(hn::LowerHalf(dh, k0), hn::LowerHalf(dh, k1), hn::LowerHalf(dh, b), j) << j;
+        bits |= half(hn::UpperHalf(dh, k0), hn::UpperHalf(dh, k1), hn::UpperHalf(dh, b), j + N / 2) << (j + N / 2);
+        hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
+        hn::Store(right, di, t.right + j);
+        hn::Store(zero, di, t.c + j);
+        hn::Store(hn::IfThenElse(hn::Gt(b, zero), hn::Sub(hn::Set(di, kI32Max), b), hn::Sub(hn::Set(di, kI32Min), b)),
+                  di, t.xb + j);
+      }
+    }
+  }
+#endif
   for (; j < m; ++j) {
     const std::int64_t p = p0 + static_cast<std::int64_t>(j) * dp;
     const FixedPointFast f = FixedPointFastOf<Scheme>(kq[p], kl[p], Scheme::kSlots > 2 ? kr[p] : 0, kb[p], a.zero_point);
@@ -7254,6 +7364,8 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
       row_step.SetRow(di, t, static_cast<std::size_t>(i));
     });
   }
+  const std::size_t tail_at = n & ~(4 * hn::Lanes(di) - 1);
+  const StepTail<Out, decltype(di)> tail(di, n - tail_at);
   for (; mask != 0; mask &= mask - 1) {
     const auto i = static_cast<std::ptrdiff_t>(hwy::Num0BitsBelowLS1Bit_Nonzero64(mask));
     const std::int32_t* xr = x + i * sx;
@@ -7261,7 +7373,7 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
     step.SetRow(di, t, static_cast<std::size_t>(i));
     const std::size_t done = StepBlocks4<Out, false>(di, a, step, store, xr, qr, n);
     if constexpr (kMaskedRowTail) {
-      if (done < n) StepTail<Out>(di, step, store, xr + done, qr + done, n - done);
+      if (done < n) tail(di, step, store, xr + done, qr + done);
     } else {
       if (done < n) RequantizeRun<Out, Scheme, false>(&a, xr + done, qr + done, n - done, at + i * dat);
     }
