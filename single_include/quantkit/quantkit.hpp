@@ -7517,8 +7517,10 @@ struct StepTail {
     static_assert(kMaskedRowTail && sizeof(Out) > 0,
                   "StepTail: MaskedLoad may read past the mask on this target; use RequantizeRun");
     const std::size_t N = hn::Lanes(di);
+    // whole vectors by plain loads: a mask per vector and row cost a mask move each (the masks
+    // do not all stay in mask registers across the row loop)
     const auto part = [&](std::size_t k) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-      return step.Apply(di, hn::MaskedLoad(load[k], di, x + k * N));
+      return rem >= (k + 1) * N ? step(di, x + k * N) : step.Apply(di, hn::MaskedLoad(load[k], di, x + k * N));
     };
     const auto r0 = part(0);
     const auto r1 = rem > N ? part(1) : r0;
