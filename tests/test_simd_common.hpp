@@ -532,6 +532,18 @@ std::vector<typename Scheme::Constants> made_constants(std::initializer_list<dou
   return c;
 }
 
+// Whether the kernels take constant c at all: a call with one they do not (single rounding's
+// shift -32, T = 63; the double shift's shift2 past 31) runs the reference for every channel.
+template <class Scheme>
+bool kernels_cover(const typename Scheme::Constants& c) {
+  if constexpr (std::is_same<Scheme, qk::FixedPointDoubleRounding>::value) return c.shift >= -31 && c.shift <= 31;
+  if constexpr (std::is_same<Scheme, qk::FixedPointSingleRounding>::value) return c.shift >= -31 && c.shift <= 30;
+  if constexpr (std::is_same<Scheme, qk::DoubleShift>::value)
+    return c.shift1 >= 0 && c.shift1 <= 31 && c.shift2 >= 1 && c.shift2 <= 31;
+  (void)c;
+  return true;
+}
+
 // Fixed point (double rounding) around the kernels' per-run fast path (no left shift, right
 // shift >= 1, q != INT32_MIN, |q| + 2^(right-1) <= INT32_MAX: bias folded into the 64-bit
 // nudge, rounding by add-and-shift) and just past its limits: biases near INT32_MIN/MAX with
@@ -559,6 +571,10 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
                             QM{987654321, -9}, QM{-1, -1}, QM{0, -3}, QM{1 << 30, 30}};
   const std::vector<std::int32_t> biases = {0, 1, -1, kI32Max, kI32Min, kI32Max - 3, kI32Min + 3,
                                             1 << 30, -(1 << 30), 123456789, -987654};
+  // (the many-channel calls: one constant the kernels do not cover sends a call to the reference)
+  std::vector<QM> covered;
+  for (const QM& c : constants)
+    if (kernels_cover<Scheme>(c)) covered.push_back(c);
   const qk::IntRange out = range_of<Out>();
   std::vector<std::int32_t> acc = accumulators(1000, 77);
   const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Min + 2, kI32Min + 3, kI32Min + 4,
@@ -605,7 +621,7 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
         const auto channels = static_cast<std::size_t>(shape[axis]);
         qk::RequantParams<Scheme> p;
         for (std::size_t c = 0; c < channels; ++c) {
-          p.constants.push_back(constants[(c + static_cast<std::size_t>(zp_case)) % constants.size()]);
+          p.constants.push_back(covered[(c + static_cast<std::size_t>(zp_case)) % covered.size()]);
           p.bias.push_back(biases[(c * 7 + static_cast<std::size_t>(relu)) % biases.size()]);
         }
         p.output_zero_point = zp_case == 0 ? 0 : (out.qmin < 0 ? -7 : 9);
@@ -642,8 +658,13 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
 // 0, the output range (no clamp) and a ReLU / narrow clamp, channels on the first, middle and
 // last axis. Variant 3 gives every channel `fast`.
 template <class Out, class Scheme>
-void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& constants,
+void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed,
                            typename Scheme::Constants fast) {
+  // (only those the kernels cover: one other would send every call to the reference)
+  std::vector<typename Scheme::Constants> constants;
+  for (const auto& c : listed)
+    if (kernels_cover<Scheme>(c)) constants.push_back(c);
+  REQUIRE(constants.size() >= 2);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5};
   const qk::IntRange out = range_of<Out>();
   std::vector<std::int32_t> acc = accumulators(9 * 2 * 200, 313);
@@ -683,10 +704,16 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
 // Per channel, many rows shorter than a block or with a partial last block (NCHW 7 x 7 maps:
 // rows of 49; 50; 196 = 3 blocks + 4 on AVX-512): the row kernels' 64-row groups make the
 // fast path's constants on vectors (single rounding and the double shift too) and one tail
-// per call serves every row. Constants cycle through `constants` (fast and not), biases of
-// both signs and at the extremes, zero point 0 and not, ReLU or the whole range.
+// per call serves every row. Constants cycle through those of `listed` the kernels cover (fast
+// and not), biases of both signs and at the extremes, zero point 0 and not, ReLU or the whole
+// range.
 template <class Out, class Scheme>
-void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& constants) {
+void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed) {
+  // only constants the kernels cover: one other would send every call to the reference
+  std::vector<typename Scheme::Constants> constants;
+  for (const auto& c : listed)
+    if (kernels_cover<Scheme>(c)) constants.push_back(c);
+  REQUIRE(constants.size() >= 2);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};
   const qk::IntRange out = range_of<Out>();
   for (const qk::Dims& shape : {qk::Dims{130, 49}, qk::Dims{2, 70, 50}, qk::Dims{67, 196}}) {
