@@ -543,6 +543,15 @@ bool kernels_cover(const typename Scheme::Constants& c) {
   (void)c;
   return true;
 }
+// The constants of `listed` the kernels cover (kernels_cover), at least two of them.
+template <class Scheme>
+std::vector<typename Scheme::Constants> covered_constants(const std::vector<typename Scheme::Constants>& listed) {
+  std::vector<typename Scheme::Constants> covered;
+  for (const auto& c : listed)
+    if (kernels_cover<Scheme>(c)) covered.push_back(c);
+  REQUIRE(covered.size() >= 2);
+  return covered;
+}
 
 // Fixed point (double rounding) around the kernels' per-run fast path (no left shift, right
 // shift >= 1, q != INT32_MIN, |q| + 2^(right-1) <= INT32_MAX: bias folded into the 64-bit
@@ -572,9 +581,7 @@ void check_requantize_fixed_edges(const qks::Kernels* k) {
   const std::vector<std::int32_t> biases = {0, 1, -1, kI32Max, kI32Min, kI32Max - 3, kI32Min + 3,
                                             1 << 30, -(1 << 30), 123456789, -987654};
   // (the many-channel calls: one constant the kernels do not cover sends a call to the reference)
-  std::vector<QM> covered;
-  for (const QM& c : constants)
-    if (kernels_cover<Scheme>(c)) covered.push_back(c);
+  const std::vector<QM> covered = covered_constants<Scheme>(constants);
   const qk::IntRange out = range_of<Out>();
   std::vector<std::int32_t> acc = accumulators(1000, 77);
   const std::int32_t edges[] = {kI32Min, kI32Min + 1, kI32Min + 2, kI32Min + 3, kI32Min + 4,
@@ -661,10 +668,7 @@ template <class Out, class Scheme>
 void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed,
                            typename Scheme::Constants fast) {
   // (only those the kernels cover: one other would send every call to the reference)
-  std::vector<typename Scheme::Constants> constants;
-  for (const auto& c : listed)
-    if (kernels_cover<Scheme>(c)) constants.push_back(c);
-  REQUIRE(constants.size() >= 2);
+  const std::vector<typename Scheme::Constants> constants = covered_constants<Scheme>(listed);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5};
   const qk::IntRange out = range_of<Out>();
   std::vector<std::int32_t> acc = accumulators(9 * 2 * 200, 313);
@@ -710,10 +714,7 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
 template <class Out, class Scheme>
 void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed) {
   // only constants the kernels cover: one other would send every call to the reference
-  std::vector<typename Scheme::Constants> constants;
-  for (const auto& c : listed)
-    if (kernels_cover<Scheme>(c)) constants.push_back(c);
-  REQUIRE(constants.size() >= 2);
+  const std::vector<typename Scheme::Constants> constants = covered_constants<Scheme>(listed);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};
   const qk::IntRange out = range_of<Out>();
   for (const qk::Dims& shape : {qk::Dims{130, 49}, qk::Dims{2, 70, 50}, qk::Dims{67, 196}}) {
