@@ -896,8 +896,9 @@ void check_requantize_all(const qks::Kernels* k) {
     check_requantize_many_rows<Out, qk::FixedPointDoubleRounding>(
         k, {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7},
             QM{kI32Min, -4}, QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}, QM{1 << 30, -30}});
-    // single rounding around the fast path's bounds: T = 30, 31, 62, 63; q at and one past
-    // the zero point's bounds (-7 and 9, as check_requantize_fixed_edges); negative q, INT32_MIN
+    // single rounding around the fast path's bounds: T = 30, 31, 62 (63, shift -32, is past
+    // the kernels and filtered out); q at and one past the zero point's bounds (-7 and 9, as
+    // check_requantize_fixed_edges); negative q, INT32_MIN
     check_requantize_many_rows<Out, qk::FixedPointSingleRounding>(
         k, {QM{1 << 30, 0}, QM{kI32Max, 0}, QM{kI32Max - 1, -1}, QM{kI32Max - 64, -7}, QM{kI32Max - 63, -7},
             QM{kI32Max - 1216, -7}, QM{kI32Max - 1215, -7}, QM{kI32Max - 895, -7}, QM{kI32Max - 894, -7},
@@ -937,7 +938,8 @@ void check_requantize_all(const qks::Kernels* k) {
     check_requantize_rows<Out, qk::DoubleShift>(
         k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33}},
         DS{3, 9});
-    // many rows: shift1 0..31 against shift2 1..62 (q = (2^s1 + 1) 2^(31-s2) at and past 2^31)
+    // many rows: shift1 0..31 against shift2 1..31 (q = (2^s1 + 1) 2^(31-s2) at and past 2^31;
+    // the listed shift2 past 31 are past the kernels and filtered out)
     check_requantize_many_rows<Out, qk::DoubleShift>(
         k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33},
             DS{30, 32}, DS{29, 31}, DS{20, 45}, DS{31, 62}, DS{0, 32}, DS{5, 6}, DS{16, 61}, DS{2, 31}});
