@@ -24,10 +24,13 @@
 #               library code runs under the sanitizers in test_ptq_remedies_onnx and
 #               test_analysis_debug, the tool's option handling in the other cli tests)
 #   meson       the meson build (GCC, release: -O3, -Dwerror=true): the dispatch implementation as meson
-#               builds it and the tests that exercise the build itself (static dispatch without
-#               the library, runtime dispatch with it, the Quantizer, the ONNX dependency, two
-#               examples, the test-list check); the rest repeats the GCC stage's compiles
-#               (17 of CI's 2-core minutes), so it runs only with QUANTKIT_MESON_ALL=1
+#               builds it, for AVX3, AVX2 and the fallback (-Dtest_simd_targets=main: the -O3
+#               build of all six targets was this stage's long pole, 1000-1300 s of CPU; the GCC
+#               stage tests every target at -O2), and the tests that exercise the build itself
+#               (static dispatch with the header-only dependency, runtime dispatch with the
+#               library, the Quantizer, the ONNX dependency, two examples, the test-list check);
+#               the rest repeats the GCC stage's compiles (17 of CI's 2-core minutes), so it runs
+#               only with QUANTKIT_MESON_ALL=1
 # Environment: JOBS (default 2) parallel compile and test jobs;
 #   QUANTKIT_BUILD_ROOT (default build) folder holding the stage build folders;
 #   QUANTKIT_MESON_ALL=1 builds and runs every meson test.
@@ -125,7 +128,7 @@ stage_meson() {
     # --reconfigure picks up added or removed tests/test_*.cpp.
     meson setup --reconfigure "$dir" || { failed_step=setup; return 1; }
   else
-    meson setup "$dir" --buildtype=release -Dwerror=true -Dtests=true -Dexamples=true \
+    meson setup "$dir" --buildtype=release -Dwerror=true -Dtests=true -Dexamples=true -Dtest_simd_targets=main \
       || { failed_step=setup; return 1; }
   fi
   if [[ ${QUANTKIT_MESON_ALL:-0} == 1 ]]; then
