@@ -19,18 +19,7 @@
 #include <quantkit/quantkit.hpp>
 #include <quantkit/simd/simd.hpp>
 
-// 1 when the tests run under AddressSanitizer (CI's Clang stage, -O0): the largest calls shrink
-// to what still reaches the same code.
-#if defined(__SANITIZE_ADDRESS__)
-#define QK_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define QK_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef QK_TEST_SANITIZED
-#define QK_TEST_SANITIZED 0
-#endif
+#include "support/sanitized.hpp"
 
 namespace simd_test {
 // For its lifetime, under the sanitizers (-O0), the non-temporal store threshold is 1 MiB: the

@@ -20,6 +20,8 @@
 #include <quantkit/ref/gemm_f32.hpp>
 #include <quantkit/simd/gemm_f32.hpp>
 
+#include "support/sanitized.hpp"
+
 namespace qks = quantkit::simd;
 
 namespace {
@@ -107,6 +109,10 @@ void for_each_target(F&& f) {
   std::string names;
   for (const qks::Kernels* k : all) {
     REQUIRE(static_cast<bool>(k->gemm_f32));
+    // Under the sanitizers (-O0: two of that stage's minutes for six targets) not SSSE3, whose
+    // kernel is SSE4's (same 128-bit loads, stores and arithmetic), nor AVX3_DL, AVX3's kernel
+    // (gemm_f32-inl.h). The optimized builds test both bit for bit.
+    if (QK_TEST_SANITIZED && (k->target == HWY_SSSE3 || k->target == HWY_AVX3_DL)) continue;
     names += names.empty() ? "" : " ";
     names += k->name;
     const char* name = k->name;

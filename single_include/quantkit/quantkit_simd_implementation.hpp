@@ -4278,6 +4278,7 @@ HWY_INLINE V LookupByRows(D d, const std::uint8_t* HWY_RESTRICT table, V v) {
 }
 #endif
 
+template <int kUnused = 0>
 inline void LookupBytes(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                         std::size_t n) {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL
@@ -5590,6 +5591,7 @@ HWY_INLINE void QuantizeTo(const QuantizeArgs& a) {
   WithRounding(a.rounding, f);
 }
 
+template <int kUnused = 0>
 inline void Quantize(const QuantizeArgs& a) {
   switch (a.out_type) {
     case ElemType::i8: QuantizeTo<std::int8_t>(a); return;
@@ -5652,6 +5654,7 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
   return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
 }
 
+template <int kUnused = 0>
 inline std::uint32_t QuantizeParams(const QuantizeParamsArgs& a) {
   if (a.zero == nullptr) return QuantizeParamsLoop<false, false>(a);
   return a.factor != nullptr ? QuantizeParamsLoop<true, true>(a) : QuantizeParamsLoop<true, false>(a);
@@ -5856,6 +5859,7 @@ void DequantizeFrom(const DequantizeArgs& a) {
   if (a.stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
 }
 
+template <int kUnused = 0>
 inline void Dequantize(const DequantizeArgs& a) {
   switch (a.in_type) {
     case ElemType::i8: DequantizeFrom<std::int8_t>(a); return;
@@ -5955,6 +5959,7 @@ HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
   for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
 }
 
+template <int kUnused = 0>
 inline MinMaxResult MinMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -6028,6 +6033,7 @@ inline MinMaxResult MinMax(const float* x, std::size_t n) {
   return r;
 }
 
+template <int kUnused = 0>
 inline AbsMaxResult AbsMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -6153,6 +6159,7 @@ struct MinMaxRows {
   }
 };
 
+template <int kUnused = 0>
 inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
   std::size_t nonfinite = 0;
   const MinMaxRows rows{&a, &nonfinite};
@@ -6371,6 +6378,7 @@ HWY_INLINE void FinishMinMax(D d, hn::Vec<D> vmin, hn::Vec<D> vmax, std::size_t 
   if (m.max == 0.0f) m.max = FirstZero(x, n);
 }
 
+template <int kUnused = 0>
 inline HistogramResult Histogram(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -6434,6 +6442,7 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
 // Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
 // time straight into the uint64 counts, the tail one value at a time. Returns #counted. With
 // a.minmax also MinMax's result, fused into the CountBlocks pass.
+template <int kUnused = 0>
 inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -6498,6 +6507,7 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
 
 // ------------------------------ Packing
 
+template <int kUnused = 0>
 inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) {
   std::size_t done = 0;  // values packed by the vector loops
 #if HWY_TARGET == HWY_SCALAR
@@ -6546,6 +6556,7 @@ inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8
         packed[k / per_byte] | ((values[k] & mask) << ((k % per_byte) * static_cast<unsigned>(bits))));
 }
 
+template <int kUnused = 0>
 inline void Unpack(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
                    std::uint8_t* values) {
   std::size_t done = 0;
@@ -7993,6 +8004,7 @@ HWY_INLINE void RequantizeTo(const RequantizeArgs& a) {
   }
 }
 
+template <int kUnused = 0>
 inline void Requantize(const RequantizeArgs& a) {
   switch (a.out_type) {
     case ElemType::i8: return RequantizeTo<std::int8_t>(a);
@@ -8147,6 +8159,7 @@ HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
   return r;
 }
 
+template <int kUnused = 0>
 inline std::uint32_t RequantConstants(const RequantConstantsArgs& a) {
   switch (a.scheme) {
     case RequantScheme::float_multiplier: return RequantConstantsLoop<RequantScheme::float_multiplier>(a);
@@ -8292,6 +8305,7 @@ HWY_INLINE std::size_t MaxPairsVector(const std::uint8_t* in, std::size_t n_out,
 }
 #endif
 
+template <int kUnused = 0>
 inline void MaxPairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed, std::uint8_t* out) {
   std::size_t done = 0;
 #if HWY_TARGET != HWY_SCALAR
@@ -8303,6 +8317,7 @@ inline void MaxPairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit
     MaxPairsScalar<std::uint8_t>(in, done, n_out, unit, out);
 }
 
+template <int kUnused = 0>
 inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                           std::size_t taps, std::int32_t* sum) {
   std::size_t i = 0;
@@ -8345,6 +8360,7 @@ inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int3
 
 // sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ... for i < n, every
 // product rounded before its add (SgemmRounded: no contraction into FMA on any target).
+template <int kUnused = 0>
 inline void DepthwiseRowsF32(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
                              std::size_t taps, float* sum) {
   std::size_t i = 0;
@@ -8407,26 +8423,26 @@ const Kernels* GetKernelsT() {
     Kernels k;
     k.target = HWY_TARGET;
     k.name = hwy::TargetName(HWY_TARGET);
-    k.quantize = &Quantize;
-    k.dequantize = &Dequantize;
-    k.requantize = &Requantize;
-    k.quantize_params = &QuantizeParams;
-    k.requant_constants = &RequantConstants;
-    k.pack = &Pack;
-    k.unpack = &Unpack;
-    k.minmax = &MinMax;
-    k.absmax = &AbsMax;
-    k.minmax_params = &MinMaxParams;
-    k.histogram = &Histogram;
-    k.grid_histogram = &GridHistogram;
+    k.quantize = &Quantize<kUnused>;
+    k.dequantize = &Dequantize<kUnused>;
+    k.requantize = &Requantize<kUnused>;
+    k.quantize_params = &QuantizeParams<kUnused>;
+    k.requant_constants = &RequantConstants<kUnused>;
+    k.pack = &Pack<kUnused>;
+    k.unpack = &Unpack<kUnused>;
+    k.minmax = &MinMax<kUnused>;
+    k.absmax = &AbsMax<kUnused>;
+    k.minmax_params = &MinMaxParams<kUnused>;
+    k.histogram = &Histogram<kUnused>;
+    k.grid_histogram = &GridHistogram<kUnused>;
     k.gemm = GetGemmKernelsT<0>();
     k.gemm_f32 = &GemmF32<0>;
     k.gemm_f32_pack_b = &GemmF32PackB<0>;
     k.gemm_f32_nr = &GemmF32PanelWidth<0>;
-    k.lookup_bytes = &LookupBytes;
-    k.max_pairs = &MaxPairs;
-    k.depthwise_rows = &DepthwiseRows;
-    k.depthwise_rows_f32 = &DepthwiseRowsF32;
+    k.lookup_bytes = &LookupBytes<kUnused>;
+    k.max_pairs = &MaxPairs<kUnused>;
+    k.depthwise_rows = &DepthwiseRows<kUnused>;
+    k.depthwise_rows_f32 = &DepthwiseRowsF32<kUnused>;
     return k;
   }();
   return &kernels;

@@ -42,6 +42,7 @@ HWY_INLINE V LookupByRows(D d, const std::uint8_t* HWY_RESTRICT table, V v) {
 }
 #endif
 
+template <int kUnused = 0>
 inline void LookupBytes(const std::uint8_t* table, const std::uint8_t* in, std::uint8_t* out,
                         std::size_t n) {
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX3_DL

@@ -1268,6 +1268,7 @@ HWY_INLINE void QuantizeTo(const QuantizeArgs& a) {
   WithRounding(a.rounding, f);
 }
 
+template <int kUnused = 0>
 inline void Quantize(const QuantizeArgs& a) {
   switch (a.out_type) {
     case ElemType::i8: QuantizeTo<std::int8_t>(a); return;
@@ -1330,6 +1331,7 @@ HWY_INLINE std::uint32_t QuantizeParamsLoop(const QuantizeParamsArgs& a) {
   return tail | static_cast<std::uint32_t>(!hn::AllFalse(du, hn::MaskFromVec(bad)));
 }
 
+template <int kUnused = 0>
 inline std::uint32_t QuantizeParams(const QuantizeParamsArgs& a) {
   if (a.zero == nullptr) return QuantizeParamsLoop<false, false>(a);
   return a.factor != nullptr ? QuantizeParamsLoop<true, true>(a) : QuantizeParamsLoop<true, false>(a);
@@ -1534,6 +1536,7 @@ void DequantizeFrom(const DequantizeArgs& a) {
   if (a.stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
 }
 
+template <int kUnused = 0>
 inline void Dequantize(const DequantizeArgs& a) {
   switch (a.in_type) {
     case ElemType::i8: DequantizeFrom<std::int8_t>(a); return;

@@ -80,6 +80,7 @@ HWY_INLINE void PrefetchAhead(const float* p, std::size_t bytes) {
   for (std::size_t k = 0; k < bytes; k += 64) hwy::Prefetch(reinterpret_cast<const float*>(a + k));
 }
 
+template <int kUnused = 0>
 inline MinMaxResult MinMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -153,6 +154,7 @@ inline MinMaxResult MinMax(const float* x, std::size_t n) {
   return r;
 }
 
+template <int kUnused = 0>
 inline AbsMaxResult AbsMax(const float* x, std::size_t n) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -278,6 +280,7 @@ struct MinMaxRows {
   }
 };
 
+template <int kUnused = 0>
 inline std::size_t MinMaxParams(const MinMaxParamsArgs& a) {
   std::size_t nonfinite = 0;
   const MinMaxRows rows{&a, &nonfinite};
@@ -496,6 +499,7 @@ HWY_INLINE void FinishMinMax(D d, hn::Vec<D> vmin, hn::Vec<D> vmax, std::size_t 
   if (m.max == 0.0f) m.max = FirstZero(x, n);
 }
 
+template <int kUnused = 0>
 inline HistogramResult Histogram(const HistogramArgs& a) {
   const hn::ScalableTag<float> d;
   using V = hn::Vec<decltype(d)>;
@@ -559,6 +563,7 @@ HWY_INLINE hn::Vec<DU> GridBins(D d, hn::Vec<D> v, hn::Vec<D> inv_width, hn::Vec
 // Large inputs through CountBlocks (slots: the bins and the trash), the rest one vector at a
 // time straight into the uint64 counts, the tail one value at a time. Returns #counted. With
 // a.minmax also MinMax's result, fused into the CountBlocks pass.
+template <int kUnused = 0>
 inline std::size_t GridHistogram(const GridHistogramArgs& a) {
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -623,6 +628,7 @@ inline std::size_t GridHistogram(const GridHistogramArgs& a) {
 
 // ------------------------------ Packing
 
+template <int kUnused = 0>
 inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8_t* packed) {
   std::size_t done = 0;  // values packed by the vector loops
 #if HWY_TARGET == HWY_SCALAR
@@ -671,6 +677,7 @@ inline void Pack(const std::uint8_t* values, std::size_t n, int bits, std::uint8
         packed[k / per_byte] | ((values[k] & mask) << ((k % per_byte) * static_cast<unsigned>(bits))));
 }
 
+template <int kUnused = 0>
 inline void Unpack(const std::uint8_t* packed, std::size_t n, int bits, bool is_signed,
                    std::uint8_t* values) {
   std::size_t done = 0;

@@ -1387,6 +1387,7 @@ HWY_INLINE void RequantizeTo(const RequantizeArgs& a) {
   }
 }
 
+template <int kUnused = 0>
 inline void Requantize(const RequantizeArgs& a) {
   switch (a.out_type) {
     case ElemType::i8: return RequantizeTo<std::int8_t>(a);
@@ -1541,6 +1542,7 @@ HWY_INLINE std::uint32_t RequantConstantsLoop(const RequantConstantsArgs& a) {
   return r;
 }
 
+template <int kUnused = 0>
 inline std::uint32_t RequantConstants(const RequantConstantsArgs& a) {
   switch (a.scheme) {
     case RequantScheme::float_multiplier: return RequantConstantsLoop<RequantScheme::float_multiplier>(a);

@@ -99,6 +99,7 @@ HWY_INLINE std::size_t MaxPairsVector(const std::uint8_t* in, std::size_t n_out,
 }
 #endif
 
+template <int kUnused = 0>
 inline void MaxPairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit, bool is_signed, std::uint8_t* out) {
   std::size_t done = 0;
 #if HWY_TARGET != HWY_SCALAR
@@ -110,6 +111,7 @@ inline void MaxPairs(const std::uint8_t* in, std::size_t n_out, std::size_t unit
     MaxPairsScalar<std::uint8_t>(in, done, n_out, unit, out);
 }
 
+template <int kUnused = 0>
 inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int32_t* w, const std::int64_t* offset,
                           std::size_t taps, std::int32_t* sum) {
   std::size_t i = 0;
@@ -152,6 +154,7 @@ inline void DepthwiseRows(const std::uint8_t* in, std::size_t n, const std::int3
 
 // sum[i] = ((+0 + w[0] in[offset[0] + i]) + w[1] in[offset[1] + i]) + ... for i < n, every
 // product rounded before its add (SgemmRounded: no contraction into FMA on any target).
+template <int kUnused = 0>
 inline void DepthwiseRowsF32(const float* in, std::size_t n, const float* w, const std::int64_t* offset,
                              std::size_t taps, float* sum) {
   std::size_t i = 0;
