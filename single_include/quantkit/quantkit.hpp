@@ -2601,7 +2601,9 @@ void requantize(const View<Acc, RI>& acc, const RequantParams<Scheme>& p,
 // ---- begin quantkit/simd/kernels-inl.h ----
 // Per-target entry: includes every kernel of this target and describes them in one table,
 // quantkit::simd::HWY_NAMESPACE::GetKernelsT<0>(). A template, so a translation unit that
-// includes quantkit but never calls a kernel instantiates nothing.
+// includes quantkit but never calls a kernel instantiates nothing; the entry points it lists
+// (Quantize, Requantize, ...) are templates (kUnused) for the same reason: as inline functions
+// they named every kernel, which every translation unit instantiated in its front end.
 //
 // This is the header quantkit/simd/implementation.hpp re-includes once per target
 // (HWY_TARGET_INCLUDE); quantkit/simd/dispatch.hpp includes it once, for the static target.
