@@ -701,15 +701,26 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
 // fast path's constants on vectors (single rounding and the double shift too) and one tail
 // per call serves every row. Constants cycle through those of `listed` the kernels cover (fast
 // and not), biases of both signs and at the extremes, zero point 0 and not, ReLU or the whole
-// range.
+// range. stream: every call past the stream threshold (lowered to one byte), where the rows
+// take the general per-row loop with non-temporal stores (from each row's first aligned block)
+// instead of the row paths; the shape of 1040-value rows only then.
 template <class Out, class Scheme>
-void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed) {
+void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed,
+                                bool stream = false) {
+  struct Threshold {  // the stream threshold for the calls below, restored after them
+    std::size_t saved = qks::detail::stream_threshold_storage();
+    explicit Threshold(bool low) {
+      if (low) qks::detail::stream_threshold_storage() = 1;
+    }
+    ~Threshold() { qks::detail::stream_threshold_storage() = saved; }
+  } threshold(stream);
   // only constants the kernels cover: one other would send every call to the reference
   const std::vector<typename Scheme::Constants> constants = covered_constants<Scheme>(listed);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};
   const qk::IntRange out = range_of<Out>();
-  for (const qk::Dims& shape : {qk::Dims{130, 49}, qk::Dims{2, 70, 50}, qk::Dims{67, 196}}) {
+  for (const qk::Dims& shape : {qk::Dims{130, 49}, qk::Dims{2, 70, 50}, qk::Dims{67, 196}, qk::Dims{5, 1040}}) {
     if (QK_TEST_SANITIZED && shape[shape.rank - 1] != 49) continue;  // (-O0: minutes per target)
+    if (!stream && shape[shape.rank - 1] == 1040) continue;  // (long rows: covered elsewhere unless streaming)
     const int axis = shape.rank - 2;
     const auto channels = static_cast<std::size_t>(shape[axis]);
     const auto n = static_cast<std::size_t>(shape.product());
@@ -881,10 +892,15 @@ void check_requantize_all(const qks::Kernels* k) {
                                                 {1e-44f},  {65536.0f},      {0.5f},        {1e-3f}};
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, qk::FloatScale{0.0061f});
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundFloor>>(k, floats, qk::FloatScale{0.0061f});
-    check_requantize_many_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats);
-    check_requantize_many_rows<Out, qk::FixedPointDoubleRounding>(
-        k, {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7},
-            QM{kI32Min, -4}, QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}, QM{1 << 30, -30}});
+    for (const bool stream : {false, true}) {
+      CAPTURE(stream);
+      check_requantize_many_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, stream);
+      check_requantize_many_rows<Out, qk::FixedPointDoubleRounding>(
+          k,
+          {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7}, QM{kI32Min, -4},
+           QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}, QM{1 << 30, -30}},
+          stream);
+    }
     // single rounding around the fast path's bounds: T = 30, 31, 62 (63, shift -32, is past
     // the kernels and filtered out); q at and one past the zero point's bounds (-7 and 9, as
     // check_requantize_fixed_edges); negative q, INT32_MIN

@@ -11,7 +11,10 @@
 // runs), for the variant matrix; "simd_prepared" — requantize through PreparedRequantize
 // objects made once (dispatched kernels).
 #if __has_include("quantkit/simd/implementation.hpp")
+// The AVX-512 and AVX2 kernels compile in kernels_dispatch_avx3.cpp / _avx2.cpp, in parallel
+// (a split implementation, quantkit/simd/implementation.hpp); this part the rest.
 #define QUANTKIT_SIMD_IMPLEMENTATION
+#define QUANTKIT_SIMD_IMPLEMENTATION_TARGETS (~(HWY_AVX3_DL | HWY_AVX3 | HWY_AVX2))
 #include "quantkit/simd/implementation.hpp"
 
 #include <memory>

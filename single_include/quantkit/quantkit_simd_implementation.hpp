@@ -15,9 +15,36 @@
 // picks the CPU's best at run time (HWY_DYNAMIC_DISPATCH), for every translation unit of the
 // program (see quantkit/simd/dispatch.hpp). Define HWY_COMPILE_ALL_ATTAINABLE before it to
 // also compile the targets below the build's baseline (e.g. to compare them with -march=native).
+//
+// Split over several .cpp files (they compile in parallel; one holds everything otherwise): each
+// part names the targets it compiles, and the one with QUANTKIT_SIMD_IMPLEMENTATION also holds
+// the dispatch table, e.g.
+//
+//     // simd_avx3.cpp: the AVX-512 targets' kernels
+//     #define QUANTKIT_SIMD_IMPLEMENTATION_PART
+//     #define QUANTKIT_SIMD_IMPLEMENTATION_TARGETS (HWY_AVX3 | HWY_AVX3_DL)
+//     #include <quantkit/simd/implementation.hpp>
+//
+//     // simd.cpp: every other target's kernels and the dispatch table
+//     #define QUANTKIT_SIMD_IMPLEMENTATION
+//     #define QUANTKIT_SIMD_IMPLEMENTATION_TARGETS (~(HWY_AVX3 | HWY_AVX3_DL))
+//     #include <quantkit/simd/implementation.hpp>
+//
+// Every part is compiled with the same flags and Highway macros (HWY_TARGETS must be the same in
+// all), and the masks together cover every target exactly once: a target no part compiles is
+// an undefined reference to quantkit::simd::N_<TARGET>::GetKernelTable() at link time, one that
+// two parts compile a multiple definition. The masks are expressions of Highway's target bits
+// (HWY_AVX3_DL, HWY_AVX3, HWY_AVX2, HWY_SSE4, HWY_SSSE3, HWY_EMU128, HWY_SCALAR, ...),
+// evaluated after Highway's headers; bits of targets this build does not compile are ignored.
 
-#ifndef QUANTKIT_SIMD_IMPLEMENTATION
-#error "quantkit/simd/implementation.hpp: #define QUANTKIT_SIMD_IMPLEMENTATION in the one .cpp that includes it"
+#if defined(QUANTKIT_SIMD_IMPLEMENTATION) && defined(QUANTKIT_SIMD_IMPLEMENTATION_PART)
+#error "quantkit/simd/implementation.hpp: define QUANTKIT_SIMD_IMPLEMENTATION in one .cpp of the implementation and QUANTKIT_SIMD_IMPLEMENTATION_PART in the others, not both in one"
+#endif
+#if !defined(QUANTKIT_SIMD_IMPLEMENTATION) && !defined(QUANTKIT_SIMD_IMPLEMENTATION_PART)
+#error "quantkit/simd/implementation.hpp: #define QUANTKIT_SIMD_IMPLEMENTATION in the one .cpp that includes it (or QUANTKIT_SIMD_IMPLEMENTATION_PART in the further parts of a split implementation)"
+#endif
+#if defined(QUANTKIT_SIMD_IMPLEMENTATION_PART) && !defined(QUANTKIT_SIMD_IMPLEMENTATION_TARGETS)
+#error "quantkit/simd/implementation.hpp: a QUANTKIT_SIMD_IMPLEMENTATION_PART compiles the targets QUANTKIT_SIMD_IMPLEMENTATION_TARGETS names: define it, e.g. (HWY_AVX3 | HWY_AVX3_DL), and leave those targets out of the other parts' masks"
 #endif
 #ifdef QUANTKIT_SIMD_STATIC
 #error "quantkit/simd/implementation.hpp: QUANTKIT_SIMD_STATIC is defined; the implementation is for dynamic dispatch"
@@ -10136,7 +10163,7 @@ class PreparedRequantize {
 #endif  // QUANTKIT_SINGLE_QUANTKIT_SIMD_SIMD_HPP_
 // ---- end quantkit/simd/simd.hpp ----
 
-#if HWY_ONCE
+#if HWY_ONCE && defined(QUANTKIT_SIMD_IMPLEMENTATION)
 namespace quantkit {
 namespace simd {
 

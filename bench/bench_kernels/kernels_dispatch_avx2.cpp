@@ -1,0 +1,6 @@
+// Part of bench_kernels' SIMD implementation (kernels_dispatch.cpp): the AVX2 target's kernels.
+#if __has_include("quantkit/simd/implementation.hpp")  // (as kernels_dispatch.cpp)
+#define QUANTKIT_SIMD_IMPLEMENTATION_PART
+#define QUANTKIT_SIMD_IMPLEMENTATION_TARGETS HWY_AVX2
+#include "quantkit/simd/implementation.hpp"
+#endif
