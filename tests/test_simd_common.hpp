@@ -22,6 +22,20 @@
 #include "support/sanitized.hpp"
 
 namespace simd_test {
+// For its lifetime, a kernel setting (stream_threshold_storage, stream_prefetch_storage) is
+// `bytes`.
+class ScopedBytes {
+ public:
+  ScopedBytes(std::size_t& setting, std::size_t bytes) : setting_(setting), saved_(setting) { setting_ = bytes; }
+  ~ScopedBytes() { setting_ = saved_; }
+  ScopedBytes(const ScopedBytes&) = delete;
+  ScopedBytes& operator=(const ScopedBytes&) = delete;
+
+ private:
+  std::size_t& setting_;
+  std::size_t saved_;
+};
+
 // For its lifetime, under the sanitizers (-O0), the non-temporal store threshold is 1 MiB: the
 // streaming code runs on ~200K elements instead of millions (minutes per target). Otherwise the
 // real threshold.
@@ -707,13 +721,8 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
 template <class Out, class Scheme>
 void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed,
                                 bool stream = false) {
-  struct Threshold {  // the stream threshold for the calls below, restored after them
-    std::size_t saved = qks::detail::stream_threshold_storage();
-    explicit Threshold(bool low) {
-      if (low) qks::detail::stream_threshold_storage() = 1;
-    }
-    ~Threshold() { qks::detail::stream_threshold_storage() = saved; }
-  } threshold(stream);
+  const ScopedBytes threshold(qks::detail::stream_threshold_storage(),
+                              stream ? 1 : qks::detail::stream_threshold_storage());
   // only constants the kernels cover: one other would send every call to the reference
   const std::vector<typename Scheme::Constants> constants = covered_constants<Scheme>(listed);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};

@@ -19,6 +19,7 @@ namespace {
 using simd_test::kI32Max;
 using simd_test::kI32Min;
 using simd_test::kInf;
+using simd_test::ScopedBytes;
 
 const float kNaN = std::numeric_limits<float>::quiet_NaN();
 const float kSentinelF = std::nanf("0x5a5");
@@ -486,22 +487,6 @@ TEST_CASE("simd raw: single-rounding fixed-point requantize rejects shifts outsi
 }
 
 // ------------------------------------------------------------------ 5. fixed-point clamp, bias 0
-
-namespace {
-// For its lifetime, a kernel setting (stream_threshold_storage, stream_prefetch_storage) is
-// `bytes`.
-class ScopedBytes {
- public:
-  ScopedBytes(std::size_t& setting, std::size_t bytes) : setting_(setting), saved_(setting) { setting_ = bytes; }
-  ~ScopedBytes() { setting_ = saved_; }
-  ScopedBytes(const ScopedBytes&) = delete;
-  ScopedBytes& operator=(const ScopedBytes&) = delete;
-
- private:
-  std::size_t& setting_;
-  std::size_t saved_;
-};
-}  // namespace
 
 TEST_CASE_TEMPLATE("simd raw: per-tensor fixed-point requantize clamps as the reference with bias 0 and not", O,
                    std::int8_t, std::uint8_t, std::int16_t, std::uint16_t, std::int32_t) {
