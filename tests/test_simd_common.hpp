@@ -715,14 +715,21 @@ void check_requantize_rows(const qks::Kernels* k, const std::vector<typename Sch
 // fast path's constants on vectors (single rounding and the double shift too) and one tail
 // per call serves every row. Constants cycle through those of `listed` the kernels cover (fast
 // and not), biases of both signs and at the extremes, zero point 0 and not, ReLU or the whole
-// range. stream: every call past the stream threshold (lowered to one byte), where the rows
-// take the general per-row loop with non-temporal stores (from each row's first aligned block)
-// instead of the row paths; the shape of 1040-value rows only then.
+// range. Each call as `calls` says: rows by the sign of their bias (small calls), in order
+// with both sides clamped where a group of 64 rows mixes signs (calls past
+// rows_in_order_bytes, lowered to one byte), or past the stream threshold too, where rows of
+// at least kStreamRowMinBytes of output (the shape of 1040-value rows, only then) take the
+// general per-row loop with non-temporal stores (from each row's first aligned block) and
+// shorter ones the row paths in order.
+enum class RowCalls { by_side, in_order, stream };
 template <class Out, class Scheme>
 void check_requantize_many_rows(const qks::Kernels* k, const std::vector<typename Scheme::Constants>& listed,
-                                bool stream = false) {
+                                RowCalls calls) {
+  const bool stream = calls == RowCalls::stream;
   const ScopedBytes threshold(qks::detail::stream_threshold_storage(),
                               stream ? 1 : qks::detail::stream_threshold_storage());
+  const ScopedBytes in_order(qks::detail::rows_in_order_storage(),
+                             calls == RowCalls::by_side ? std::size_t{1} << 40 : 1);
   // only constants the kernels cover: one other would send every call to the reference
   const std::vector<typename Scheme::Constants> constants = covered_constants<Scheme>(listed);
   const std::vector<std::int32_t> biases = {0, -100, kI32Max, 77, kI32Min, 1 << 30, -987654, kI32Max - 3, 5, -(1 << 29), 4321};
@@ -901,23 +908,26 @@ void check_requantize_all(const qks::Kernels* k) {
                                                 {1e-44f},  {65536.0f},      {0.5f},        {1e-3f}};
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, qk::FloatScale{0.0061f});
     check_requantize_rows<Out, qk::FloatMultiplier<qk::RoundFloor>>(k, floats, qk::FloatScale{0.0061f});
-    for (const bool stream : {false, true}) {
-      CAPTURE(stream);
-      check_requantize_many_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, stream);
+    for (const RowCalls calls : {RowCalls::by_side, RowCalls::in_order, RowCalls::stream}) {
+      CAPTURE(static_cast<int>(calls));
+      check_requantize_many_rows<Out, qk::FloatMultiplier<qk::RoundHalfEven>>(k, floats, calls);
       check_requantize_many_rows<Out, qk::FixedPointDoubleRounding>(
           k,
           {QM{1518500250, -7}, QM{1234567, 3}, QM{1 << 30, -1}, QM{1 << 30, 0}, QM{kI32Max - 64, -7}, QM{kI32Min, -4},
            QM{-(1 << 30) - 12345, -5}, QM{kI32Max, -1}, QM{987654321, -31}, QM{1 << 30, -30}},
-          stream);
+          calls);
+      if (calls == RowCalls::stream) continue;
+      // single rounding around the fast path's bounds: T = 30, 31, 62 (63, shift -32, is past
+      // the kernels and filtered out); q at and one past the zero point's bounds (-7 and 9, as
+      // check_requantize_fixed_edges); negative q, INT32_MIN
+      check_requantize_many_rows<Out, qk::FixedPointSingleRounding>(
+          k,
+          {QM{1 << 30, 0}, QM{kI32Max, 0}, QM{kI32Max - 1, -1}, QM{kI32Max - 64, -7}, QM{kI32Max - 63, -7},
+           QM{kI32Max - 1216, -7}, QM{kI32Max - 1215, -7}, QM{kI32Max - 895, -7}, QM{kI32Max - 894, -7},
+           QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4}, QM{1518500250, -31}, QM{kI32Max, -31},
+           QM{1 << 30, -32}, QM{kI32Max, -32}, QM{1 << 30, 1}, QM{1234567, 3}, QM{987654321, -9}, QM{1 << 30, 30}},
+          calls);
     }
-    // single rounding around the fast path's bounds: T = 30, 31, 62 (63, shift -32, is past
-    // the kernels and filtered out); q at and one past the zero point's bounds (-7 and 9, as
-    // check_requantize_fixed_edges); negative q, INT32_MIN
-    check_requantize_many_rows<Out, qk::FixedPointSingleRounding>(
-        k, {QM{1 << 30, 0}, QM{kI32Max, 0}, QM{kI32Max - 1, -1}, QM{kI32Max - 64, -7}, QM{kI32Max - 63, -7},
-            QM{kI32Max - 1216, -7}, QM{kI32Max - 1215, -7}, QM{kI32Max - 895, -7}, QM{kI32Max - 894, -7},
-            QM{-(1 << 30) - 12345, -5}, QM{kI32Min + 1, -2}, QM{kI32Min, -4}, QM{1518500250, -31}, QM{kI32Max, -31},
-            QM{1 << 30, -32}, QM{kI32Max, -32}, QM{1 << 30, 1}, QM{1234567, 3}, QM{987654321, -9}, QM{1 << 30, 30}});
   }
   if constexpr (std::is_same<Out, std::int8_t>::value || std::is_same<Out, std::int32_t>::value) {
     check_requantize_streaming<Out>(k);
@@ -954,9 +964,14 @@ void check_requantize_all(const qks::Kernels* k) {
         DS{3, 9});
     // many rows: shift1 0..31 against shift2 1..31 (q = (2^s1 + 1) 2^(31-s2) at and past 2^31;
     // the listed shift2 past 31 are past the kernels and filtered out)
-    check_requantize_many_rows<Out, qk::DoubleShift>(
-        k, {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33},
-            DS{30, 32}, DS{29, 31}, DS{20, 45}, DS{31, 62}, DS{0, 32}, DS{5, 6}, DS{16, 61}, DS{2, 31}});
+    for (const RowCalls calls : {RowCalls::by_side, RowCalls::in_order}) {
+      CAPTURE(static_cast<int>(calls));
+      check_requantize_many_rows<Out, qk::DoubleShift>(
+          k,
+          {DS{3, 9}, DS{9, 9}, DS{0, 1}, DS{1, 2}, DS{30, 31}, DS{31, 40}, DS{0, 62}, DS{31, 31}, DS{12, 33},
+           DS{30, 32}, DS{29, 31}, DS{20, 45}, DS{31, 62}, DS{0, 32}, DS{5, 6}, DS{16, 61}, DS{2, 31}},
+          calls);
+    }
   }
 }
 

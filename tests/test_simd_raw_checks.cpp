@@ -926,12 +926,13 @@ TEST_CASE("simd: float requantize to bytes with multipliers near 1 and accumulat
 // The runtime-dispatch implementation is found through symbols in the namespace of
 // QUANTKIT_SIMD_ABI_VERSION (quantkit/simd/abi.hpp), so that one compiled from headers of another
 // layout is not called. That only protects while the version changes with the layout: these are
-// version 1's sizes (LP64). When this fails, a struct of abi.hpp or gemm_abi.hpp changed: bump
+// version 2's sizes (LP64; 2 added RequantizeArgs::rows_in_order, in padding). When this
+// fails, a struct of abi.hpp or gemm_abi.hpp changed: bump
 // QUANTKIT_SIMD_ABI_VERSION and write the new sizes and version here.
 TEST_CASE("simd ABI: the kernel table's and its argument structs' layout is QUANTKIT_SIMD_ABI_VERSION's") {
-  static_assert(QUANTKIT_SIMD_ABI_VERSION == 1, "ABI version changed: update the sizes below with it");
+  static_assert(QUANTKIT_SIMD_ABI_VERSION == 2, "ABI version changed: update the sizes below with it");
   // the declarations the front end calls are the versioned ones
-  const quantkit::simd::Kernels* (*versioned)() noexcept = &qks::detail::abi_v1::dynamic_kernels;
+  const quantkit::simd::Kernels* (*versioned)() noexcept = &qks::detail::abi_v2::dynamic_kernels;
   const bool same_function = versioned == &qks::detail::dynamic_kernels;  // (doctest prints no function pointers)
   CHECK(same_function);
   CHECK(versioned() == &qks::active_kernels());
@@ -959,10 +960,10 @@ TEST_CASE("simd ABI: the kernel table's and its argument structs' layout is QUAN
       {"PairSumCounts", sizeof(qks::PairSumCounts)},
       {"GemmKernels", sizeof(qks::GemmKernels)},
   };
-  const std::size_t version1[] = {344, 16, 448, 48, 392, 472, 80, 24, 24, 368, 56, 24, 48, 96, 176, 48, 80, 80, 16, 64};
-  static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(version1) / sizeof(version1[0]), "one size per struct");
-  for (std::size_t i = 0; i < sizeof(version1) / sizeof(version1[0]); ++i) {
+  const std::size_t version2[] = {344, 16, 448, 48, 392, 472, 80, 24, 24, 368, 56, 24, 48, 96, 176, 48, 80, 80, 16, 64};
+  static_assert(sizeof(sizes) / sizeof(sizes[0]) == sizeof(version2) / sizeof(version2[0]), "one size per struct");
+  for (std::size_t i = 0; i < sizeof(version2) / sizeof(version2[0]); ++i) {
     INFO("struct " << sizes[i].first << ": bump QUANTKIT_SIMD_ABI_VERSION if its layout changed");
-    CHECK(sizes[i].second == version1[i]);
+    CHECK(sizes[i].second == version2[i]);
   }
 }

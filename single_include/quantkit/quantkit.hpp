@@ -1893,6 +1893,26 @@ inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
   return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
 }
 
+// Per-channel requantize calls whose input + output bytes exceed this take their rows in order,
+// each row clamped on both sides of its bias (one op more per vector), instead of in three
+// passes per 64 rows by the sign of the bias (rows out of order once the signs mix): past the
+// core's own cache the hardware prefetcher does not follow those passes (Zen 5, rows of 196,
+// random-sign biases: 16384 rows 6.2 -> 10.0 Gelem/s; 1024 rows, 1 MiB, 11.2 -> 9.0 the other
+// way). The C library's level-2 cache size, 1 MiB when it reports none.
+namespace detail {
+inline std::size_t& rows_in_order_storage() {
+  static std::size_t bytes = [] {
+    long l2 = -1;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return l2 > 0 ? static_cast<std::size_t>(l2) : std::size_t{1} << 20;
+  }();
+  return bytes;
+}
+}  // namespace detail
+inline std::size_t rows_in_order_bytes() { return detail::rows_in_order_storage(); }
+
 // How far ahead (bytes) streaming calls prefetch their input on AVX2 and SSE targets
 // (PrefetchStreamInput in common-inl.h says why); 0 turns the prefetch off. Read when the
 // kernel arguments are made; bench_kernels' --qk_stream_prefetch sets it for A/B runs.
@@ -1977,6 +1997,9 @@ struct RequantizeArgs {
   std::int32_t lo = -128;
   std::int32_t hi = 127;
   bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
+  // per-channel rows in order, both sides of each bias clamped (rows_in_order_bytes; the front
+  // end sets it)
+  bool rows_in_order = false;
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
 };
 
@@ -2096,7 +2119,7 @@ struct GemmF32Args {
 // reference to quantkit::simd::detail::abi_v<N>::dynamic_kernels()") or, under the weak
 // reference, is not picked up (dynamic_dispatch() is false: static dispatch) instead of being
 // called with another layout. tests/test_simd_raw_checks.cpp pins the sizes of this version.
-#define QUANTKIT_SIMD_ABI_VERSION 1
+#define QUANTKIT_SIMD_ABI_VERSION 2
 #define QUANTKIT_SIMD_ABI_NAMESPACE QUANTKIT_SIMD_ABI_NAMESPACE_(QUANTKIT_SIMD_ABI_VERSION)
 #define QUANTKIT_SIMD_ABI_NAMESPACE_(v) QUANTKIT_SIMD_ABI_NAMESPACE__(v)
 #define QUANTKIT_SIMD_ABI_NAMESPACE__(v) abi_v##v
@@ -2654,6 +2677,11 @@ namespace quantkit {
 namespace simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+
+// Rows of fewer output bytes than this take the short-row paths even in a streaming call: the
+// per-row path's non-temporal part (whole aligned blocks of 4 vectors) would be little or
+// nothing, behind a head loop per row.
+constexpr std::size_t kStreamRowMinBytes = 1024;
 
 // Elements staged through stack buffers when a row is strided (or needs uniforms).
 constexpr std::size_t kChunk = 512;
@@ -5665,11 +5693,6 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
 }
 #endif
 
-// Rows of fewer bytes than this take the short-row paths even in a streaming call: the
-// per-row path's non-temporal part (whole aligned blocks of 4 vectors) would be little or
-// nothing, behind a head loop per row.
-constexpr std::size_t kStreamRowMinBytes = 1024;
-
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Whether every store QuantizeShortRows makes for these rows is aligned to its width, as
 // non-temporal stores need: vectors, 16-bit pairs and byte blocks of 64 bytes at row offsets
@@ -7414,11 +7437,11 @@ struct FixedPointStep {
     right = f.right;
     if constexpr (kShiftByVector) vright = hn::Set(di, f.right);
   }
-  // Row i's constants from a table (per-channel rows of one side: kSide not kBiasBoth).
+  // Row i's constants from a table (per-channel rows).
   template <class Table>
   HWY_INLINE void SetRow(DI di, const Table& t, std::size_t i) {
-    static_assert(kSide != kBiasBoth, "FixedPointStep::SetRow: the table holds the bound on the bias's side only");
-    xlo = xhi = hn::Set(di, t.xb[i]);
+    if constexpr (kSide != kBiasUpper) xlo = hn::Set(di, t.xlo[i]);
+    if constexpr (kSide != kBiasLower) xhi = hn::Set(di, t.xhi[i]);
     vq = hn::Set(di, t.q[i]);
     c = hn::Set(di, t.c[i]);
     nudge = hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), t.nudge[i]));
@@ -7580,7 +7603,7 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
-// kSide: the bias's BiasSide (kBiasNone: no clamp and no add). kClamps (FloatClamps): which of
+// kSide: the bias's BiasSide (kBiasNone: no clamp and no add; kBiasBoth: either sign). kClamps (FloatClamps): which of
 // the output clamps FloatStep does itself.
 inline bool FloatBoundsExact(std::int32_t lo_off, std::int32_t hi_off) {
   constexpr std::int32_t kExact = std::int32_t{1} << 24;
@@ -7622,12 +7645,14 @@ template <class DI, class Round, int kSide, int kClamps>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
+  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side (kBiasBoth: the upper one)
+  V xlo;           // kBiasBoth: BiasClamp's lower bound
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
       : xb(hn::Zero(di)),
         bias(hn::Zero(di)),
         lo(hn::Set(di, lo_off)),
+        xlo(hn::Zero(di)),
         m(hn::Zero(hn::RebindToFloat<DI>())),
         hi(hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {
     SetRun(di, mult, b);
@@ -7638,12 +7663,17 @@ struct FloatStep {
   HWY_INLINE void SetRun(DI di, float mult, std::int32_t b) {
     m = hn::Set(hn::RebindToFloat<DI>(), mult);
     bias = hn::Set(di, b);
-    xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
+    if constexpr (kSide == kBiasBoth) {
+      xb = hn::Sub(hn::Set(di, kI32Max), hn::Max(bias, hn::Zero(di)));
+      xlo = hn::Sub(hn::Set(di, kI32Min), hn::Min(bias, hn::Zero(di)));
+    } else {
+      xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
+    }
   }
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const { return Apply(di, hn::LoadU(di, p)); }
   HWY_INLINE V Apply(DI di, V v) const {
     const hn::RebindToFloat<DI> df;
-    static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass the bias's BiasSide");
+    if constexpr (kSide == kBiasBoth) v = hn::Add(hn::Min(hn::Max(v, xlo), xb), bias);
     if constexpr (kSide == kBiasUpper) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == kBiasLower) v = hn::Add(hn::Max(v, xb), bias);
     VF t = hn::Mul(hn::ConvertTo(df, v), m);
@@ -7872,11 +7902,14 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
 // possibly 0), the biases compared on vectors when contiguous. No branch on a sign: a per-row
 // branch on it mispredicts once interleaved layers bring sign sequences the predictor cannot
 // learn (bench_kernels --qk_requant_layers=4096 on Zen 5, per channel at 4K: 25-38 % slower
-// than with biases >= 0), and clamping both sides instead costs every vector an op (10-18 %
-// slower where the branch predicts).
+// than with biases >= 0; a branch per run of one sign as much), and clamping both sides
+// instead costs every vector an op (10-18 % slower where the branch predicts). But the three
+// passes take mixed-sign rows out of order, which the hardware prefetcher does not follow:
+// in_order (RequantizeArgs::rows_in_order, calls past the core's cache) makes it one call of
+// kBiasBoth (both sides clamped) for 64 rows of more than one side.
 template <class OutOfLine, class Rows>
 HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t count, std::int64_t at,
-                              std::int64_t dat, const OutOfLine& out_of_line, const Rows& rows) {
+                              std::int64_t dat, bool in_order, const OutOfLine& out_of_line, const Rows& rows) {
   const hn::ScalableTag<std::int32_t> di;
   const std::size_t N = hn::Lanes(di);
   const auto zero = hn::Zero(di);
@@ -7901,9 +7934,14 @@ HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t
       }
     }
     const std::uint64_t done = out_of_line(k0, m);  // bits of the rows it ran
-    rows(k0, zeros & ~done, std::integral_constant<int, kBiasNone>());
-    rows(k0, all & ~(below | zeros | done), std::integral_constant<int, kBiasUpper>());
-    rows(k0, below & ~done, std::integral_constant<int, kBiasLower>());
+    const std::uint64_t live = all & ~done, none = zeros & live, lower = below & live, upper = live & ~(zeros | below);
+    if (in_order && none != live && lower != live && upper != live) {  // (one side: no op more)
+      rows(k0, live, std::integral_constant<int, kBiasBoth>());
+      continue;
+    }
+    rows(k0, none, std::integral_constant<int, kBiasNone>());
+    rows(k0, upper, std::integral_constant<int, kBiasUpper>());
+    rows(k0, lower, std::integral_constant<int, kBiasLower>());
   }
 }
 
@@ -7986,7 +8024,7 @@ inline std::uint64_t NonFiniteBits(const float* HWY_RESTRICT kf, std::size_t m, 
   return bits;
 }
 
-// Float scheme, no streaming, rows of at least one block: the call's store set up once, the
+// Float scheme, ordinary stores, rows of at least one block: the call's store set up once, the
 // rows grouped by their bias's side (ForRowsBySide), each group through FloatMaskRows (each
 // row's multiplier and bias in its loop: per-row setup through RequantizeBlocks4 cost as much as
 // a 64-value row's arithmetic).
@@ -8006,7 +8044,7 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
       }
       return bits;
     };
-    ForRowsBySide(a.bias, count, at, dat, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+    ForRowsBySide(a.bias, count, at, dat, a.rows_in_order, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
       if (mask == 0) return;
       const auto k = static_cast<std::ptrdiff_t>(k0);
       FloatMaskRows<Out, Round, decltype(side)::value, decltype(clamps)::value>(
@@ -8018,14 +8056,15 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
 // The fast path's constants (FixedPointFast's) of up to 64 rows, made before the rows so
 // that each row only broadcasts them from memory (load-port broadcasts) instead of computing
 // them in scalar registers and broadcasting from there (a shuffle-unit op per constant and row,
-// and the scalar chain in front of every row). xb: BiasClamp's bound on the bias's side
-// (INT32_MAX - b for b > 0, INT32_MIN - b for b < 0). Entries of rows off the fast path are
-// computed (shift counts masked) but never used.
+// and the scalar chain in front of every row). xlo, xhi: BiasClamp's bounds (INT32_MIN - b for
+// b < 0, else INT32_MIN; INT32_MAX - b for b > 0, else INT32_MAX). Entries of rows off the
+// fast path are computed (shift counts masked) but never used.
 struct FixedPointRowConstants {
   HWY_ALIGN std::uint64_t nudge[64];
   HWY_ALIGN std::int32_t q[64];
   HWY_ALIGN std::int32_t c[64];
-  HWY_ALIGN std::int32_t xb[64];
+  HWY_ALIGN std::int32_t xlo[64];
+  HWY_ALIGN std::int32_t xhi[64];
   HWY_ALIGN std::int32_t right[64];
 };
 
@@ -8070,8 +8109,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
       hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
       hn::Store(right, di, t.right + j);
       hn::Store(c, di, t.c + j);
-      hn::Store(hn::IfThenElse(hn::Gt(b, zero), hn::Sub(hn::Set(di, kI32Max), b), hn::Sub(hn::Set(di, kI32Min), b)),
-                di, t.xb + j);
+      hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
+      hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
 #if HWY_TARGET != HWY_SCALAR
       // nudge = b * q + 2^30 + c * 2^31 in int64 lanes, the rows in order: each half promoted
       // (MulEven multiplies the low halves of the int64 lanes, sign-extended)
@@ -8167,8 +8206,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
         hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
         hn::Store(right, di, t.right + j);
         hn::Store(zero, di, t.c + j);
-        hn::Store(hn::IfThenElse(hn::Gt(b, zero), hn::Sub(hn::Set(di, kI32Max), b), hn::Sub(hn::Set(di, kI32Min), b)),
-                  di, t.xb + j);
+        hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
+        hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
       }
     }
   }
@@ -8180,7 +8219,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
     t.nudge[j] = f.nudge;
     t.q[j] = f.q;
     t.c[j] = f.c;
-    t.xb[j] = kb[p] > 0 ? f.xhi : f.xlo;
+    t.xlo[j] = f.xlo;
+    t.xhi[j] = f.xhi;
     t.right[j] = f.right;
   }
   return bits;
@@ -8221,7 +8261,7 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
   }
 }
 
-// Fixed point, no streaming: the rows grouped by their bias's side (ForRowsBySide), each
+// Fixed point, ordinary stores: the rows grouped by their bias's side (ForRowsBySide), each
 // group through FixedPointMaskRows.
 template <class Out, bool kClamp, class Scheme>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
@@ -8239,7 +8279,7 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
     }
     return bits;
   };
-  ForRowsBySide(a.bias, count, at, dat, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+  ForRowsBySide(a.bias, count, at, dat, a.rows_in_order, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
     if (mask == 0) return;
     const auto k = static_cast<std::ptrdiff_t>(k0);
     FixedPointMaskRows<Out, kClamp, decltype(side)::value, Scheme>(a, t, x + k * sx, sx, q + k * sq, sq, mask, n,
@@ -8256,8 +8296,11 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
   const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
   // rows shorter than a block too where StepTail takes what the blocks leave
   const std::size_t min_row = kMaskedRowTail ? 1 : 4 * hn::Lanes(hn::ScalableTag<std::int32_t>());
+  // (the row paths store as usual: in a streaming call, rows of at least kStreamRowMinBytes
+  // take the loop below for its non-temporal stores)
+  const bool row_paths = blocks && n >= min_row && (!a.stream || n * sizeof(Out) < kStreamRowMinBytes);
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
-    if (blocks && !a.stream && n >= min_row) {
+    if (row_paths) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range
       if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
         return FixedPointRows<Out, false, Scheme>(a, x, sx, q, sq, count, n, at, dat);
@@ -8265,8 +8308,7 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
     }
   }
   if constexpr (Scheme::kFloat) {
-    if (blocks && !a.stream && n >= min_row &&
-        FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
+    if (row_paths && FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
       return FloatRows<Out, typename Scheme::Round>(a, x, sx, q, sq, count, n, at, dat);
     }
   }
@@ -9715,6 +9757,7 @@ void run_requantize_kernel(const AccView& acc, const OutView& out, const ParamLa
   a.lo = p.clamp_min;
   a.hi = p.clamp_max;
   a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
+  a.rows_in_order = static_cast<std::size_t>(a.plan.size()) * (sizeof(std::int32_t) + sizeof(O)) > rows_in_order_bytes();
   run_requantize<O, Scheme::scheme, requant_rounding<Scheme>::value>(kernels, a);
 }
 

@@ -777,6 +777,7 @@ void run_requantize_kernel(const AccView& acc, const OutView& out, const ParamLa
   a.lo = p.clamp_min;
   a.hi = p.clamp_max;
   a.stream = stream_output(a.plan, sizeof(std::int32_t) + sizeof(O));
+  a.rows_in_order = static_cast<std::size_t>(a.plan.size()) * (sizeof(std::int32_t) + sizeof(O)) > rows_in_order_bytes();
   run_requantize<O, Scheme::scheme, requant_rounding<Scheme>::value>(kernels, a);
 }
 

@@ -36,6 +36,11 @@ namespace simd {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Rows of fewer output bytes than this take the short-row paths even in a streaming call: the
+// per-row path's non-temporal part (whole aligned blocks of 4 vectors) would be little or
+// nothing, behind a head loop per row.
+constexpr std::size_t kStreamRowMinBytes = 1024;
+
 // Elements staged through stack buffers when a row is strided (or needs uniforms).
 constexpr std::size_t kChunk = 512;
 // Upper bound of the lanes of any vector of T on this target (buffer sizes).

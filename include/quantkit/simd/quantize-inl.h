@@ -1002,11 +1002,6 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
 }
 #endif
 
-// Rows of fewer bytes than this take the short-row paths even in a streaming call: the
-// per-row path's non-temporal part (whole aligned blocks of 4 vectors) would be little or
-// nothing, behind a head loop per row.
-constexpr std::size_t kStreamRowMinBytes = 1024;
-
 #if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Whether every store QuantizeShortRows makes for these rows is aligned to its width, as
 // non-temporal stores need: vectors, 16-bit pairs and byte blocks of 64 bytes at row offsets

@@ -457,11 +457,11 @@ struct FixedPointStep {
     right = f.right;
     if constexpr (kShiftByVector) vright = hn::Set(di, f.right);
   }
-  // Row i's constants from a table (per-channel rows of one side: kSide not kBiasBoth).
+  // Row i's constants from a table (per-channel rows).
   template <class Table>
   HWY_INLINE void SetRow(DI di, const Table& t, std::size_t i) {
-    static_assert(kSide != kBiasBoth, "FixedPointStep::SetRow: the table holds the bound on the bias's side only");
-    xlo = xhi = hn::Set(di, t.xb[i]);
+    if constexpr (kSide != kBiasUpper) xlo = hn::Set(di, t.xlo[i]);
+    if constexpr (kSide != kBiasLower) xhi = hn::Set(di, t.xhi[i]);
     vq = hn::Set(di, t.q[i]);
     c = hn::Set(di, t.c[i]);
     nudge = hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), t.nudge[i]));
@@ -623,7 +623,7 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
-// kSide: the bias's BiasSide (kBiasNone: no clamp and no add). kClamps (FloatClamps): which of
+// kSide: the bias's BiasSide (kBiasNone: no clamp and no add; kBiasBoth: either sign). kClamps (FloatClamps): which of
 // the output clamps FloatStep does itself.
 inline bool FloatBoundsExact(std::int32_t lo_off, std::int32_t hi_off) {
   constexpr std::int32_t kExact = std::int32_t{1} << 24;
@@ -665,12 +665,14 @@ template <class DI, class Round, int kSide, int kClamps>
 struct FloatStep {
   using V = hn::Vec<DI>;
   using VF = hn::Vec<hn::RebindToFloat<DI>>;
-  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side
+  V xb, bias, lo;  // xb: the bound of BiasClamp on the bias's side (kBiasBoth: the upper one)
+  V xlo;           // kBiasBoth: BiasClamp's lower bound
   VF m, hi;
   HWY_INLINE FloatStep(DI di, float mult, std::int32_t b, std::int32_t lo_off, std::int32_t hi_off)
       : xb(hn::Zero(di)),
         bias(hn::Zero(di)),
         lo(hn::Set(di, lo_off)),
+        xlo(hn::Zero(di)),
         m(hn::Zero(hn::RebindToFloat<DI>())),
         hi(hn::Set(hn::RebindToFloat<DI>(), static_cast<float>(hi_off))) {
     SetRun(di, mult, b);
@@ -681,12 +683,17 @@ struct FloatStep {
   HWY_INLINE void SetRun(DI di, float mult, std::int32_t b) {
     m = hn::Set(hn::RebindToFloat<DI>(), mult);
     bias = hn::Set(di, b);
-    xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
+    if constexpr (kSide == kBiasBoth) {
+      xb = hn::Sub(hn::Set(di, kI32Max), hn::Max(bias, hn::Zero(di)));
+      xlo = hn::Sub(hn::Set(di, kI32Min), hn::Min(bias, hn::Zero(di)));
+    } else {
+      xb = hn::Sub(hn::Set(di, kSide == kBiasLower ? kI32Min : kI32Max), bias);
+    }
   }
   HWY_INLINE V operator()(DI di, const std::int32_t* HWY_RESTRICT p) const { return Apply(di, hn::LoadU(di, p)); }
   HWY_INLINE V Apply(DI di, V v) const {
     const hn::RebindToFloat<DI> df;
-    static_assert(kSide != kBiasBoth, "FloatStep applies one side of BiasClamp: pass the bias's BiasSide");
+    if constexpr (kSide == kBiasBoth) v = hn::Add(hn::Min(hn::Max(v, xlo), xb), bias);
     if constexpr (kSide == kBiasUpper) v = hn::Add(hn::Min(v, xb), bias);
     if constexpr (kSide == kBiasLower) v = hn::Add(hn::Max(v, xb), bias);
     VF t = hn::Mul(hn::ConvertTo(df, v), m);
@@ -915,11 +922,14 @@ HWY_INLINE std::uint64_t MaskBits64(D d, hn::Mask<D> mask) {
 // possibly 0), the biases compared on vectors when contiguous. No branch on a sign: a per-row
 // branch on it mispredicts once interleaved layers bring sign sequences the predictor cannot
 // learn (bench_kernels --qk_requant_layers=4096 on Zen 5, per channel at 4K: 25-38 % slower
-// than with biases >= 0), and clamping both sides instead costs every vector an op (10-18 %
-// slower where the branch predicts).
+// than with biases >= 0; a branch per run of one sign as much), and clamping both sides
+// instead costs every vector an op (10-18 % slower where the branch predicts). But the three
+// passes take mixed-sign rows out of order, which the hardware prefetcher does not follow:
+// in_order (RequantizeArgs::rows_in_order, calls past the core's cache) makes it one call of
+// kBiasBoth (both sides clamped) for 64 rows of more than one side.
 template <class OutOfLine, class Rows>
 HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t count, std::int64_t at,
-                              std::int64_t dat, const OutOfLine& out_of_line, const Rows& rows) {
+                              std::int64_t dat, bool in_order, const OutOfLine& out_of_line, const Rows& rows) {
   const hn::ScalableTag<std::int32_t> di;
   const std::size_t N = hn::Lanes(di);
   const auto zero = hn::Zero(di);
@@ -944,9 +954,14 @@ HWY_INLINE void ForRowsBySide(const std::int32_t* HWY_RESTRICT bias, std::size_t
       }
     }
     const std::uint64_t done = out_of_line(k0, m);  // bits of the rows it ran
-    rows(k0, zeros & ~done, std::integral_constant<int, kBiasNone>());
-    rows(k0, all & ~(below | zeros | done), std::integral_constant<int, kBiasUpper>());
-    rows(k0, below & ~done, std::integral_constant<int, kBiasLower>());
+    const std::uint64_t live = all & ~done, none = zeros & live, lower = below & live, upper = live & ~(zeros | below);
+    if (in_order && none != live && lower != live && upper != live) {  // (one side: no op more)
+      rows(k0, live, std::integral_constant<int, kBiasBoth>());
+      continue;
+    }
+    rows(k0, none, std::integral_constant<int, kBiasNone>());
+    rows(k0, upper, std::integral_constant<int, kBiasUpper>());
+    rows(k0, lower, std::integral_constant<int, kBiasLower>());
   }
 }
 
@@ -1029,7 +1044,7 @@ inline std::uint64_t NonFiniteBits(const float* HWY_RESTRICT kf, std::size_t m, 
   return bits;
 }
 
-// Float scheme, no streaming, rows of at least one block: the call's store set up once, the
+// Float scheme, ordinary stores, rows of at least one block: the call's store set up once, the
 // rows grouped by their bias's side (ForRowsBySide), each group through FloatMaskRows (each
 // row's multiplier and bias in its loop: per-row setup through RequantizeBlocks4 cost as much as
 // a 64-value row's arithmetic).
@@ -1049,7 +1064,7 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
       }
       return bits;
     };
-    ForRowsBySide(a.bias, count, at, dat, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+    ForRowsBySide(a.bias, count, at, dat, a.rows_in_order, non_finite, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
       if (mask == 0) return;
       const auto k = static_cast<std::ptrdiff_t>(k0);
       FloatMaskRows<Out, Round, decltype(side)::value, decltype(clamps)::value>(
@@ -1061,14 +1076,15 @@ HWY_NOINLINE void FloatRows(const RequantizeArgs& a, const std::int32_t* x, std:
 // The fast path's constants (FixedPointFast's) of up to 64 rows, made before the rows so
 // that each row only broadcasts them from memory (load-port broadcasts) instead of computing
 // them in scalar registers and broadcasting from there (a shuffle-unit op per constant and row,
-// and the scalar chain in front of every row). xb: BiasClamp's bound on the bias's side
-// (INT32_MAX - b for b > 0, INT32_MIN - b for b < 0). Entries of rows off the fast path are
-// computed (shift counts masked) but never used.
+// and the scalar chain in front of every row). xlo, xhi: BiasClamp's bounds (INT32_MIN - b for
+// b < 0, else INT32_MIN; INT32_MAX - b for b > 0, else INT32_MAX). Entries of rows off the
+// fast path are computed (shift counts masked) but never used.
 struct FixedPointRowConstants {
   HWY_ALIGN std::uint64_t nudge[64];
   HWY_ALIGN std::int32_t q[64];
   HWY_ALIGN std::int32_t c[64];
-  HWY_ALIGN std::int32_t xb[64];
+  HWY_ALIGN std::int32_t xlo[64];
+  HWY_ALIGN std::int32_t xhi[64];
   HWY_ALIGN std::int32_t right[64];
 };
 
@@ -1113,8 +1129,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
       hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
       hn::Store(right, di, t.right + j);
       hn::Store(c, di, t.c + j);
-      hn::Store(hn::IfThenElse(hn::Gt(b, zero), hn::Sub(hn::Set(di, kI32Max), b), hn::Sub(hn::Set(di, kI32Min), b)),
-                di, t.xb + j);
+      hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
+      hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
 #if HWY_TARGET != HWY_SCALAR
       // nudge = b * q + 2^30 + c * 2^31 in int64 lanes, the rows in order: each half promoted
       // (MulEven multiplies the low halves of the int64 lanes, sign-extended)
@@ -1210,8 +1226,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
         hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
         hn::Store(right, di, t.right + j);
         hn::Store(zero, di, t.c + j);
-        hn::Store(hn::IfThenElse(hn::Gt(b, zero), hn::Sub(hn::Set(di, kI32Max), b), hn::Sub(hn::Set(di, kI32Min), b)),
-                  di, t.xb + j);
+        hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
+        hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
       }
     }
   }
@@ -1223,7 +1239,8 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
     t.nudge[j] = f.nudge;
     t.q[j] = f.q;
     t.c[j] = f.c;
-    t.xb[j] = kb[p] > 0 ? f.xhi : f.xlo;
+    t.xlo[j] = f.xlo;
+    t.xhi[j] = f.xhi;
     t.right[j] = f.right;
   }
   return bits;
@@ -1264,7 +1281,7 @@ HWY_NOINLINE void FixedPointMaskRows(const RequantizeArgs& a, const FixedPointRo
   }
 }
 
-// Fixed point, no streaming: the rows grouped by their bias's side (ForRowsBySide), each
+// Fixed point, ordinary stores: the rows grouped by their bias's side (ForRowsBySide), each
 // group through FixedPointMaskRows.
 template <class Out, bool kClamp, class Scheme>
 HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
@@ -1282,7 +1299,7 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
     }
     return bits;
   };
-  ForRowsBySide(a.bias, count, at, dat, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
+  ForRowsBySide(a.bias, count, at, dat, a.rows_in_order, slow, [&](std::size_t k0, std::uint64_t mask, auto side) QUANTKIT_LAMBDA_INLINE {
     if (mask == 0) return;
     const auto k = static_cast<std::ptrdiff_t>(k0);
     FixedPointMaskRows<Out, kClamp, decltype(side)::value, Scheme>(a, t, x + k * sx, sx, q + k * sq, sq, mask, n,
@@ -1299,8 +1316,11 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
   const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
   // rows shorter than a block too where StepTail takes what the blocks leave
   const std::size_t min_row = kMaskedRowTail ? 1 : 4 * hn::Lanes(hn::ScalableTag<std::int32_t>());
+  // (the row paths store as usual: in a streaming call, rows of at least kStreamRowMinBytes
+  // take the loop below for its non-temporal stores)
+  const bool row_paths = blocks && n >= min_row && (!a.stream || n * sizeof(Out) < kStreamRowMinBytes);
   if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
-    if (blocks && !a.stream && n >= min_row) {
+    if (row_paths) {
       // the saturating demotion (StoreQuantized4) clamps to the output type's range
       if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
         return FixedPointRows<Out, false, Scheme>(a, x, sx, q, sq, count, n, at, dat);
@@ -1308,8 +1328,7 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
     }
   }
   if constexpr (Scheme::kFloat) {
-    if (blocks && !a.stream && n >= min_row &&
-        FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
+    if (row_paths && FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point)) {
       return FloatRows<Out, typename Scheme::Round>(a, x, sx, q, sq, count, n, at, dat);
     }
   }
