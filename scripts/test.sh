@@ -117,11 +117,14 @@ stage_clang-asan() {
   # The example ptq_remedies_onnx (its accuracy table: 500 AdaRound iterations per layer on two
   # models) takes over 13 min at -O0 with the sanitizers; test_ptq_remedies_onnx runs the same
   # code paths here, and GCC's stage runs the example.
+  # The tests' SIMD implementation as a shared library (QUANTKIT_TEST_SIMD_SHARED): at -O0 with
+  # ASan it is ~160 MB of code, which each of ~70 programs otherwise copies (346 s of links).
   cmake_stage "$build_root/clang-asan" "-LE consumer|peer|accuracy -E ^(ptq_remedies_onnx|cli_remedies|cli_debug_mixed)$" \
     -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_COMPILER="$cxx" -DQUANTKIT_WERROR=ON \
     -DCMAKE_CXX_FLAGS="-O0 -gline-tables-only $san" \
     -DCMAKE_EXE_LINKER_FLAGS="$san" -DCMAKE_SHARED_LINKER_FLAGS="$san" \
-    -DQUANTKIT_INSTALL=OFF -DQUANTKIT_BUILD_FUZZ=ON -DQUANTKIT_BUILD_SINGLE_HEADER_TESTS=OFF
+    -DQUANTKIT_INSTALL=OFF -DQUANTKIT_BUILD_FUZZ=ON -DQUANTKIT_BUILD_SINGLE_HEADER_TESTS=OFF \
+    -DQUANTKIT_TEST_SIMD_SHARED=ON
 }
 
 stage_meson() {
