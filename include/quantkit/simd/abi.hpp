@@ -147,12 +147,13 @@ inline bool stream_output(const Plan& plan, std::size_t bytes_per_element) {
   return n > 0 && static_cast<std::size_t>(n) * bytes_per_element > stream_threshold_bytes();
 }
 
-// Per-channel requantize calls whose input + output bytes exceed this take their rows in order,
-// each row clamped on both sides of its bias (one op more per vector), instead of in three
-// passes per 64 rows by the sign of the bias (rows out of order once the signs mix): past the
-// core's own cache the hardware prefetcher does not follow those passes (Zen 5, rows of 196,
-// random-sign biases: 16384 rows 6.2 -> 10.0 Gelem/s; 1024 rows, 1 MiB, 11.2 -> 9.0 the other
-// way). The C library's level-2 cache size, 1 MiB when it reports none.
+// Per-channel requantize calls whose input + output bytes exceed this take a group of 64 rows
+// whose biases mix signs in order, each row clamped on both sides of its bias (one op more per
+// vector), instead of in three passes by the sign of the bias (rows out of order): past the
+// core's own cache the hardware prefetcher does not follow those passes (Zen 5, static AVX-512,
+// fixed point, rows of 196, random-sign biases: 16384 rows 6.2 -> 10.0 Gelem/s; 1024 rows,
+// 1 MiB, 11.2 -> 9.0 the other way). The C library's level-2 cache size, 1 MiB when it
+// reports none.
 namespace detail {
 inline std::size_t& rows_in_order_storage() {
   static std::size_t bytes = [] {
@@ -251,8 +252,8 @@ struct RequantizeArgs {
   std::int32_t lo = -128;
   std::int32_t hi = 127;
   bool stream = false;  // non-temporal output stores (stream_output; the front end sets it)
-  // per-channel rows in order, both sides of each bias clamped (rows_in_order_bytes; the front
-  // end sets it)
+  // per-channel rows of mixed-sign biases in order, both sides of each bias clamped
+  // (rows_in_order_bytes; the front end sets it)
   bool rows_in_order = false;
   std::size_t stream_prefetch = stream_prefetch_bytes();  // with stream: input prefetch distance
 };

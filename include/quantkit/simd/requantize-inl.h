@@ -623,8 +623,8 @@ HWY_INLINE std::size_t FixedPointBlocks4(const RequantizeArgs& a, const FixedPoi
 // (x86's cvttps) or saturates (Highway's ConvertTo elsewhere), which the max clamps. No
 // compare and blend for the int32 saturation, and on AVX-512 one instruction rounds half-even
 // and converts (the generic path ran at half the plain loop's speed).
-// kSide: the bias's BiasSide (kBiasNone: no clamp and no add; kBiasBoth: either sign). kClamps (FloatClamps): which of
-// the output clamps FloatStep does itself.
+// kSide: the bias's BiasSide (kBiasNone: no clamp and no add; kBiasBoth: either sign).
+// kClamps (FloatClamps): which of the output clamps FloatStep does itself.
 inline bool FloatBoundsExact(std::int32_t lo_off, std::int32_t hi_off) {
   constexpr std::int32_t kExact = std::int32_t{1} << 24;
   return lo_off >= -kExact && hi_off <= kExact;  // lo_off <= hi_off
