@@ -6627,8 +6627,8 @@ struct FixedPointStep {
   // Row i's constants from a table (per-channel rows).
   template <class Table>
   HWY_INLINE void SetRow(DI di, const Table& t, std::size_t i) {
-    if constexpr (kSide != kBiasUpper) xlo = hn::Set(di, t.xlo[i]);
-    if constexpr (kSide != kBiasLower) xhi = hn::Set(di, t.xhi[i]);
+    if constexpr (kSide == kBiasLower || kSide == kBiasBoth) xlo = hn::Set(di, t.xlo[i]);
+    if constexpr (kSide == kBiasUpper || kSide == kBiasBoth) xhi = hn::Set(di, t.xhi[i]);
     vq = hn::Set(di, t.q[i]);
     c = hn::Set(di, t.c[i]);
     nudge = hn::BitCast(Wide<DI>(), hn::Set(hn::RebindToUnsigned<Wide<DI>>(), t.nudge[i]));
