@@ -20,7 +20,7 @@ if command -v ninja > /dev/null 2>&1; then generator=(-G Ninja); fi
 if [[ ! -f $build_dir/CMakeCache.txt ]]; then
   cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DQUANTKIT_BUILD_TESTS=OFF -DQUANTKIT_BUILD_EXAMPLES=OFF -DQUANTKIT_BUILD_BENCH=OFF \
-    -DQUANTKIT_BUILD_TOOLS=ON -DQUANTKIT_INSTALL=OFF
+    -DQUANTKIT_BUILD_TOOLS=ON -DQUANTKIT_INSTALL=OFF -DQUANTKIT_CLI_UNITY_BUILD=ON
 fi
 if ! cmake --build "$build_dir" --target help 2> /dev/null | grep -q quantkit_cli; then
   echo "demo.sh: the quantkit tool is not configured in $build_dir (it needs libonnx-dev, libprotobuf-dev," \

@@ -48,7 +48,7 @@ std::vector<std::int64_t> parse_shape(const std::string& option, const std::stri
   return dims;
 }
 
-std::string shape_text(const Dims& d) {
+std::string shape_option_text(const Dims& d) {
   std::string s;
   for (int i = 0; i < d.rank; ++i) s += (i ? "x" : "") + std::to_string(d[i]);
   return s;
@@ -87,7 +87,7 @@ void run_export(const ExportArgs& a) {
         j.push_back({{"name", p.name},
                      {"identifier", p.identifier},
                      {"type", graph::to_string(p.type)},
-                     {"shape", shape_text(p.shape)},
+                     {"shape", shape_option_text(p.shape)},
                      {"scale", p.scale},
                      {"zero_point", p.zero_point}});
       return j;
@@ -112,10 +112,10 @@ void run_export(const ExportArgs& a) {
              rep.parameter_bytes, rep.workspace_bytes);
   for (const auto& p : rep.inputs)
     fmt::print("  input  {} -> {}[{}] {} (scale {}, zero point {}; quantize_{}())\n", p.name, p.identifier,
-               shape_text(p.shape), graph::to_string(p.type), format_number(p.scale), p.zero_point, p.identifier);
+               shape_option_text(p.shape), graph::to_string(p.type), format_number(p.scale), p.zero_point, p.identifier);
   for (const auto& p : rep.outputs)
     fmt::print("  output {} -> {}[{}] {} (scale {}, zero point {}; dequantize_{}())\n", p.name, p.identifier,
-               shape_text(p.shape), graph::to_string(p.type), format_number(p.scale), p.zero_point, p.identifier);
+               shape_option_text(p.shape), graph::to_string(p.type), format_number(p.scale), p.zero_point, p.identifier);
 }
 
 }  // namespace
