@@ -88,7 +88,7 @@ cmake_stage() {
   log "configure $dir"
   cmake -S "$root" -B "$dir" -G Ninja \
     -DQUANTKIT_BUILD_TESTS=ON -DQUANTKIT_BUILD_EXAMPLES=ON -DQUANTKIT_BUILD_BENCH=OFF \
-    -DQUANTKIT_CLI_UNITY_BUILD=ON "$@" || { failed_step=configure; return 1; }
+    -DQUANTKIT_CLI_UNITY_BUILD=ON -DQUANTKIT_TEST_UNITY_GROUPS=ON "$@" || { failed_step=configure; return 1; }
   log "build ($jobs jobs)"
   # -k 0: report every compile error, not only the first.
   cmake --build "$dir" --parallel "$jobs" -- -k 0 || { failed_step=build; return 1; }

@@ -19,6 +19,10 @@
 
 #include "support/sanitized.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_analysis_debug_onnx {
+
 namespace qk = quantkit;
 using qk::graph::Graph;
 using qk::graph::Tensor;
@@ -117,3 +121,5 @@ TEST_CASE("import_qdq: errors name the model") {
   const Graph other = qk::onnx::load(cli_data + "ort_float.onnx");
   CHECK_THROWS_AS(qk::ptq::import_qdq(other, qk::onnx::load(demo_dir + "digits_hostile.onnx")), qk::Error);
 }
+
+}  // namespace test_analysis_debug_onnx

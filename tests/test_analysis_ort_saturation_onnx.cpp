@@ -25,6 +25,10 @@
 
 #include "support/golden.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_analysis_ort_saturation_onnx {
+
 namespace qk = quantkit;
 namespace qa = quantkit::analysis;
 using qk::graph::Tensor;
@@ -448,3 +452,5 @@ TEST_CASE("ort_saturation: the demo CNN saturates with full-range weights, never
   }
   CHECK(qa::format_ort_saturation(signed_rows).find("no node runs on ONNX Runtime's uint8 x int8 kernels") != std::string::npos);
 }
+
+}  // namespace test_analysis_ort_saturation_onnx

@@ -17,6 +17,10 @@
 #include <quantkit/io/npy.hpp>
 #include <quantkit/onnx.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_demo_model {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -142,3 +146,5 @@ TEST_CASE("demo CNN: quantkit's loader and float executor reproduce PyTorch on t
     }
   }
 }
+
+}  // namespace test_onnx_demo_model

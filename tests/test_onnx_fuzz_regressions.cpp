@@ -20,6 +20,10 @@
 #include <quantkit/onnx/load.hpp>
 #include <quantkit/quantkit.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_fuzz_regressions {
+
 namespace qk = quantkit;
 
 namespace {
@@ -274,3 +278,5 @@ TEST_CASE("loader limits: declared sizes vs data present, totals, counts, nestin
   CHECK(error_loading(deep) ==
         "quantkit: file 'm.onnx': not a valid ONNX model (protobuf parsing failed; truncated or corrupt file?)");
 }
+
+}  // namespace test_onnx_fuzz_regressions

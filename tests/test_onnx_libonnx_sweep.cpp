@@ -27,6 +27,10 @@
 
 #include "quantkit/onnx/load.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_libonnx_sweep {
+
 namespace {
 
 int data_type_of(const std::string& type_string) {
@@ -232,3 +236,5 @@ TEST_CASE("libonnx shape inference sweep: every schema, ranks 0..4, axes -5..4: 
   CHECK(loaded > built / 2);
   CHECK(built - loaded > 5000);
 }
+
+}  // namespace test_onnx_libonnx_sweep

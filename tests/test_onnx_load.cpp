@@ -15,6 +15,10 @@
 #include <quantkit/executor.hpp>
 #include <quantkit/onnx.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_load {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -275,3 +279,5 @@ TEST_CASE("TensorProto files (the conformance data format)") {
     CHECK(contains(e.what(), "file 'q.pb': tensor 'q': int32_data[1] = 300 is out of range for int8"));
   }
 }
+
+}  // namespace test_onnx_load

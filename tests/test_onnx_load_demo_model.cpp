@@ -15,6 +15,10 @@
 #include <quantkit/io/npy.hpp>
 #include <quantkit/onnx.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_load_demo_model {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -85,3 +89,5 @@ TEST_CASE("demo CNN: logits match PyTorch, accuracy, BN folding, intermediates, 
   CHECK(own.value_info.size() >= g.nodes.size() - 1);
   CHECK(own.outputs[0].dims == std::vector<std::int64_t>{-1, 10});
 }
+
+}  // namespace test_onnx_load_demo_model

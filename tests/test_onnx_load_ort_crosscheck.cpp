@@ -24,6 +24,10 @@
 #include <string>
 #include <vector>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_load_ort_crosscheck {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -448,3 +452,5 @@ TEST_CASE("executor agrees with ONNX Runtime on random single-op models") {
   CHECK(agree + ort_limits == n);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
+
+}  // namespace test_onnx_load_ort_crosscheck

@@ -21,6 +21,10 @@
 #include <quantkit/executor.hpp>
 #include <quantkit/onnx.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_node_conformance {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -270,3 +274,5 @@ TEST_CASE("ONNX node conformance (libonnx-testdata)") {
   CHECK(failed.empty());
   CHECK(node_passed >= 150);  // guards against silently running nothing
 }
+
+}  // namespace test_onnx_node_conformance

@@ -27,6 +27,10 @@
 #include <quantkit/onnx/export_qoperator.hpp>
 #include <quantkit/ptq.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_onnx_qoperator {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -510,3 +514,5 @@ TEST_CASE("ONNX Runtime runs the QOperator models: agrees with fake-quant, and b
     ++k;
   }
 }
+
+}  // namespace test_onnx_qoperator

@@ -32,6 +32,10 @@
 #include <quantkit/onnx/export_qdq.hpp>
 #include <quantkit/ptq.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_ptq_onnx_demo {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -571,3 +575,5 @@ TEST_CASE("QDQ export errors: unsupported op, missing initializer, unwritable pa
   for (const auto& f : list_dir(dir)) CHECK(f.find("tmp") == std::string::npos);
   std::system(("rm -rf '" + dir + "'").c_str());
 }
+
+}  // namespace test_ptq_onnx_demo

@@ -19,6 +19,10 @@
 #include <quantkit/onnx/export_qdq.hpp>
 #include <quantkit/ptq.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_ptq_onnx_export {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Tensor;
@@ -318,3 +322,5 @@ TEST_CASE("export and plan errors name node, op and tensor") {
     CHECK(noted);
   }
 }
+
+}  // namespace test_ptq_onnx_export

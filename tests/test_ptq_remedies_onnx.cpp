@@ -35,6 +35,10 @@
 #include <quantkit/onnx/export_qdq.hpp>
 #include <quantkit/ptq.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_ptq_remedies_onnx {
+
 namespace qk = quantkit;
 namespace fs = std::filesystem;
 using qk::graph::DType;
@@ -701,3 +705,5 @@ TEST_CASE("C++ export: errors name the node or the option, and nothing is writte
   for (const auto& e : fs::directory_iterator(dir.path)) files += e.is_regular_file();
   CHECK(files == 1);  // no temporary file left behind
 }
+
+}  // namespace test_ptq_remedies_onnx

@@ -959,9 +959,11 @@ TEST_CASE("simd: requantize, every scheme, per tensor/channel, bias, ReLU/clamp,
 
 TEST_CASE("simd: requantize -> uint8, int16, uint16, int32") {
   for_each_target("requantize -> uint8/int16/uint16/int32", [](const qks::Kernels& k) {
-    simd_test::check_requantize_all<std::uint8_t>(&k);
+    // Under the sanitizers (-O0) the unsigned outputs are left out: they load and store what
+    // int8 (the int8 case) and int16 do, and took half of this case's 77 s there.
+    if (!QK_TEST_SANITIZED) simd_test::check_requantize_all<std::uint8_t>(&k);
     simd_test::check_requantize_all<std::int16_t>(&k);
-    simd_test::check_requantize_all<std::uint16_t>(&k);
+    if (!QK_TEST_SANITIZED) simd_test::check_requantize_all<std::uint16_t>(&k);
     simd_test::check_requantize_all<std::int32_t>(&k);
   });
 }
