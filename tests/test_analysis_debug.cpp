@@ -21,6 +21,10 @@
 #include <quantkit/observer/minmax.hpp>
 #include <quantkit/ptq.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_analysis_debug {
+
 namespace qk = quantkit;
 namespace qa = quantkit::analysis;
 using qk::graph::Attribute;
@@ -360,3 +364,5 @@ TEST_CASE("saturated_count: per element parameters, half a step of rounding marg
   const Tensor& w2 = qm.graph.initializers.at("w2");
   CHECK(qa::saturated_count(w2.view<float>().named("w2"), qm.at("w2").params) == 0);
 }
+
+}  // namespace test_analysis_debug

@@ -19,7 +19,7 @@
 
 #include "support/sanitized.hpp"
 
-// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// Everything below in a namespace of this file's name: the unity build of the tests
 // (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
 namespace test_analysis_debug_onnx {
 

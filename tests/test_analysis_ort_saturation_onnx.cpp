@@ -25,7 +25,7 @@
 
 #include "support/golden.hpp"
 
-// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// Everything below in a namespace of this file's name: the unity build of the tests
 // (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
 namespace test_analysis_ort_saturation_onnx {
 

@@ -16,6 +16,10 @@
 #include <quantkit/calibration/json.hpp>
 #include <quantkit/quantkit.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_calibration {
+
 namespace qk = quantkit;
 
 namespace {
@@ -190,3 +194,5 @@ TEST_CASE("GraphHash: order and boundaries matter") {
   CHECK(qk::GraphHash().add("a").hex() == qk::GraphHash().add(std::string("a")).hex());
   CHECK(qk::GraphHash().hex() == "fnv1a64:cbf29ce484222325");
 }
+
+}  // namespace test_calibration

@@ -17,6 +17,10 @@
 
 #include "support/golden.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_golden_torch {
+
 namespace qk = quantkit;
 namespace qt = quantkit_test;
 using nlohmann::json;
@@ -361,3 +365,5 @@ TEST_CASE("golden torch: Quantizer end to end (MinMax observer, params, quantize
   MESSAGE("Quantizer end to end: ", ran, " cases");
   CHECK(ran >= 40);
 }
+
+}  // namespace test_golden_torch

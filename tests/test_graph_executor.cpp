@@ -21,6 +21,10 @@
 #include <quantkit/ref/quantize.hpp>
 #include <quantkit/tensor/span.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_graph_executor {
+
 namespace qk = quantkit;
 using qk::Dims;
 using qk::graph::Attribute;
@@ -1332,3 +1336,5 @@ TEST_CASE("Executor modes: registry, prepare and after_node hooks") {
   custom.nodes[0].domain = "com.example";
   CHECK(contains(error_of([&] { qk::Executor<> f(custom); }), "unsupported op 'Double' in domain 'com.example'"));
 }
+
+}  // namespace test_graph_executor

@@ -12,6 +12,10 @@
 #include <quantkit/executor.hpp>
 #include <quantkit/executor/integer/mode.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_integer_guards {
+
 namespace qk = quantkit;
 using qk::graph::DType;
 using qk::graph::Graph;
@@ -107,3 +111,5 @@ TEST_CASE("integer mode: a requantization multiplier a scheme cannot represent i
   }
   CHECK(msg.find("layer 'fc_big': requantization multiplier 1000 exceeds 1") != std::string::npos);
 }
+
+}  // namespace test_integer_guards

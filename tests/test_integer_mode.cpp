@@ -20,6 +20,10 @@
 #include <quantkit/executor.hpp>
 #include <quantkit/executor/integer/mode.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_integer_mode {
+
 namespace qk = quantkit;
 using qk::graph::Attribute;
 using qk::graph::DType;
@@ -736,3 +740,5 @@ TEST_CASE("integer mode: feature maps of zero extent: the float executor's empty
     CHECK(errors == 2);
   }
 }
+
+}  // namespace test_integer_mode

@@ -18,6 +18,10 @@
 
 #include <quantkit/quantkit.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_observer_bad_input {
+
 namespace qk = quantkit;
 
 namespace {
@@ -441,3 +445,5 @@ TEST_CASE("ranges near the float limits: exact scaling of the histogram search, 
     CHECK_THROWS_WITH_AS(a.restore(state), doctest::Contains("a finite float32 width"), qk::Error);
   }
 }
+
+}  // namespace test_observer_bad_input

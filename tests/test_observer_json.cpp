@@ -11,6 +11,10 @@
 #include <quantkit/observer/json.hpp>
 #include <quantkit/quantkit.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_observer_json {
+
 namespace qk = quantkit;
 using nlohmann::json;
 
@@ -151,3 +155,5 @@ TEST_CASE("malformed or mismatched observer JSON is a clear error") {
   mj["state"][0]["min"] = 9.0;
   CHECK_THROWS_WITH_AS(qk::observer_from_json<qk::MinMaxObserver>(mj), doctest::Contains("expected min <= max"), qk::Error);
 }
+
+}  // namespace test_observer_json

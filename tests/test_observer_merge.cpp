@@ -17,6 +17,10 @@
 
 #include <quantkit/quantkit.hpp>
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_observer_merge {
+
 namespace qk = quantkit;
 
 namespace {
@@ -321,3 +325,5 @@ TEST_CASE("merging mismatched observers is an error naming the difference") {
   mb.observe(qk::as_tensor(x));
   CHECK_THROWS_WITH_AS(ma.merge(mb), doctest::Contains("expected the same constant"), qk::Error);
 }
+
+}  // namespace test_observer_merge

@@ -21,6 +21,10 @@
 
 #include "support/golden.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_observer_reference {
+
 namespace qk = quantkit;
 namespace qt = quantkit_test;
 using nlohmann::json;
@@ -274,3 +278,5 @@ TEST_CASE("KL: errors for impossible parameters") {
   CHECK_THROWS_WITH_AS(m.validate("tensor 'x'"), doctest::Contains("expected 2 or more bins and 1 <= start bin <= bins"), qk::Error);
   CHECK_THROWS_WITH_AS(qk::RangeMethod::percentile_of(99.99).validate(), doctest::Contains("expected a fraction in (0, 1]"), qk::Error);
 }
+
+}  // namespace test_observer_reference

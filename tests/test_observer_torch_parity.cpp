@@ -24,6 +24,10 @@
 
 #include "support/golden.hpp"
 
+// Everything below in a namespace of this file's name: the unity build of the tests
+// (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
+namespace test_observer_torch_parity {
+
 namespace qk = quantkit;
 namespace qt = quantkit_test;
 using nlohmann::json;
@@ -259,3 +263,5 @@ TEST_CASE("HistogramObserver: PyTorch's L2 search and re-binning, both histc bou
   }
   qk::detail::kernels::plain_reductions_only() = false;
 }
+
+}  // namespace test_observer_torch_parity

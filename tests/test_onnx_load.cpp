@@ -15,7 +15,7 @@
 #include <quantkit/executor.hpp>
 #include <quantkit/onnx.hpp>
 
-// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// Everything below in a namespace of this file's name: the unity build of the tests
 // (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
 namespace test_onnx_load {
 

@@ -32,7 +32,7 @@
 #include <quantkit/onnx/export_qdq.hpp>
 #include <quantkit/ptq.hpp>
 
-// Everything below in a namespace of this file's name: the unity build of the ONNX tests
+// Everything below in a namespace of this file's name: the unity build of the tests
 // (QUANTKIT_TEST_UNITY_GROUPS) compiles several test files as one translation unit.
 namespace test_ptq_onnx_demo {
 
