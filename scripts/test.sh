@@ -35,6 +35,9 @@
 #               examples, the test-list check); the rest repeats the GCC stage's compiles (17 of
 #               CI's 2-core minutes; test_simd_static, static dispatch on the header-only
 #               dependency, alone 300-460 s of -O3), so it runs only with QUANTKIT_MESON_ALL=1
+# Both CMake stages build the tool as two unity sources (QUANTKIT_CLI_UNITY_BUILD) and 24 unit
+# tests as four unity programs (QUANTKIT_TEST_UNITY_GROUPS; each test keeps its ctest test): their
+# sources instantiated the same executor, calibration and ONNX code one by one.
 # Environment: JOBS (default 2) parallel compile and test jobs;
 #   QUANTKIT_BUILD_ROOT (default build) folder holding the stage build folders;
 #   QUANTKIT_MESON_ALL=1 builds and runs every meson test.
