@@ -113,3 +113,15 @@ TEST_CASE("View checks: rank, negative extents, null data, stride count") {
   CHECK_THROWS_AS((qk::Dims{1, 2, 3, 4, 5, 6, 7, 8, 9}), qk::Error);
   CHECK(qk::View<const float>(&x, qk::Dims{1, 1}).is_contiguous());
 }
+
+TEST_CASE("Dims: equality with another Dims and with a list") {
+  const qk::Dims d{4, 36};
+  CHECK(d == qk::Dims{4, 36});
+  CHECK(d != qk::Dims{4, 36, 1});
+  CHECK(d.equals({4, 36}));
+  CHECK_FALSE(d.equals({4, 35}));
+  CHECK_FALSE(d.equals({4}));        // a prefix is not equal
+  CHECK_FALSE(d.equals({4, 36, 0}));  // nor is a longer list whose extra value is the unused tail's
+  CHECK(qk::Dims{}.equals({}));
+  CHECK_FALSE(qk::Dims{}.equals({0}));
+}

@@ -754,6 +754,15 @@ struct Dims {
     return true;
   }
   friend bool operator!=(const Dims& a, const Dims& b) { return !(a == b); }
+  // Compares with a list without building a Dims: GCC 12 at -O3 warns (falsely) that a temporary
+  // Dims{...}'s unused tail may be read uninitialized.
+  bool equals(std::initializer_list<std::int64_t> list) const {
+    if (list.size() != static_cast<std::size_t>(rank)) return false;
+    std::size_t i = 0;
+    for (auto v : list)
+      if (value[i++] != v) return false;
+    return true;
+  }
   std::string to_string() const {
     std::string s = "[";
     for (int i = 0; i < rank; ++i) s += (i ? ", " : "") + std::to_string(value[static_cast<std::size_t>(i)]);

@@ -638,10 +638,10 @@ bool int_conv_fast(OpContext& ctx, const detail::Affine& xa, const detail::Affin
   // rows' sums, and the weights in (kernel row, kernel column, channel) order.
   const Tensor* sums = ctx.optional_input(9);
   const Tensor* reordered_in = ctx.optional_input(10);
-  if (sums && (sums->dtype() != DType::int32 || sums->shape() != Dims{M}))
+  if (sums && (sums->dtype() != DType::int32 || !sums->shape().equals({M})))
     ctx.fail("prepared weight sums are ", graph::to_string(sums->dtype()), " ", sums->shape().to_string(),
              "; expected int32 [", M, "]");
-  if (reordered_in && (reordered_in->dtype() != w.dtype() || reordered_in->shape() != Dims{M, KK}))
+  if (reordered_in && (reordered_in->dtype() != w.dtype() || !reordered_in->shape().equals({M, KK})))
     ctx.fail("prepared reordered weights are ", graph::to_string(reordered_in->dtype()), " ",
              reordered_in->shape().to_string(), "; expected ", graph::to_string(w.dtype()), " [", M, ", ", KK, "]");
   std::vector<std::int32_t> folded(static_cast<std::size_t>(M));
