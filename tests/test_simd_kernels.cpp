@@ -896,10 +896,12 @@ TEST_CASE("simd: per-channel and per-group rows of every tail length, padded apa
 }
 
 TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks of 64 rows, narrow ranges") {
-  // AVX-512: contiguous rows of N to 4 N values (not 2 N) are one flat stream of blocks over
-  // each chunk of 64 rows, every vector's parameters blended from its two rows', integer outputs
-  // clamped by the packs and a min / max instead of per-row float bounds: narrow ranges and zero
-  // points anywhere in them, 130 rows (two chunks and a rest), both divider bypass counts.
+  // AVX-512: contiguous rows of 3 to 8 N - 1 values (not whole pairs of vectors) are one flat
+  // stream of blocks over each chunk of 64 rows in groups of N rows, every vector's parameters
+  // permuted from its rows' by tables made per call, integer outputs clamped by the packs and a
+  // min / max instead of per-row float bounds: narrow ranges and zero points anywhere in them,
+  // 130 rows (two chunks and a rest), both divider bypass counts; lengths below 3 and the
+  // multiples of 2 N (per-row paths) around them.
   using G = qk::Granularity;
   struct RestoreBypass {
     int saved = qks::detail::divider_bypass_storage();
@@ -912,7 +914,13 @@ TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks
     qks::detail::divider_bypass_storage() = bypass;
     CAPTURE(bypass);
     for_each_target("back-to-back short rows", [](const qks::Kernels& k) {
-      for (const std::int64_t len : {8, 15, 16, 17, 20, 31, 33, 36, 47, 48, 49, 50, 55, 56, 57, 63, 65}) {
+      // (under the sanitizers a third of them: lengths below N, around N, 49, around 4 N, past)
+      static const std::vector<std::int64_t> lengths =
+          QK_TEST_SANITIZED ? std::vector<std::int64_t>{2, 3, 5, 9, 15, 17, 49, 63, 65, 100, 127, 129}
+                            : std::vector<std::int64_t>{1,  2,  3,  4,  5,  7,  8,  9,  13, 15, 16, 17, 20, 31,
+                                                        33, 36, 47, 48, 49, 50, 55, 56, 57, 63, 65, 80, 96, 100,
+                                                        111, 112, 127, 128, 129};
+      for (const std::int64_t len : lengths) {
         const qk::Dims shape{130, len};
         check_block_rows<std::int8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-128, 127});
         check_block_rows<std::int8_t>(k, shape, G::per_channel(0), 0, 0, false, qk::IntRange{-127, 127});

@@ -640,15 +640,16 @@ HWY_INLINE void LoadPadded(D d, const float* HWY_RESTRICT x, std::size_t rem, st
 // from a register is a shuffle per constant and row, on the unit the packs need; with those and
 // a scalar 1 / s per row, one-block rows were slower with Markstein's step than without.
 constexpr std::size_t kRowChunk = 64;
-// Back-to-back rows shorter than this many half vectors (not 2 N) take QuantizeShortRows' flat
-// path: rows shorter than a block, bytes below 3.5 vectors. The flat stream's blends cost about
-// as much as a block's arithmetic (int8 5-5.6 Gelem/s at every row length on an Emerald Rapids
-// Xeon, per tensor ~10); a block per row (the buffered tail) wastes less than that for byte rows
-// of 57-63 values (int8 rows of 63: 6.2 per row, 5.4-5.8 flat) and for rows past a block (rows
-// of 100: 6.2 against 5.3; 196: 6.9 against 5.2). A table of each vector's row and mask, made
-// once per chunk instead of the running count, was slower (rows of 16: 3.8 against 4.4).
-template <class Out>
-constexpr std::size_t kFlatRowsBelow = sizeof(Out) == 1 ? 7 : 8;
+// Back-to-back rows of 3 to 8 N - 1 values, not whole pairs of vectors (2 N, 4 N, 6 N: those
+// take pairs and blocks per row, nothing wasted), take QuantizeShortRows' flat path: one stream
+// of blocks over a chunk's rows, each vector's parameters permuted from its rows'. On the Zen 5
+// host int8 rows of 49 10.1 -> 12.7 Gelem/s (per tensor 22) against the blends of two
+// broadcasts per parameter and a running row counter before, rows of 100 (a block per row
+// before) 8.9 -> 13.3, rows of 3 0.37 -> 5.0. Past 8 N the two paths were within ~10 % either
+// way (rows of 196: int8 10.6 flat against 9.4, fake-quantize 8.1 against 9.1) and the tables
+// would grow. Masked broadcasts from a table of each vector's first row and lane mask (no
+// permutes, no counter) were slower: rows of 49 10.0.
+constexpr std::size_t kFlatRowsBelowVectors = 8;
 
 template <class Out, class Round, bool kDivide, int kBypass, bool kStream>
 HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::ptrdiff_t sx, Out* q,
@@ -670,14 +671,41 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
   const float* const zero = a.zero;
   const float* const scale = a.scale;
   const ByteBlockPacker<Out> pack(_mm512_setzero_si512(), qmin);
-  // (kRowChunk + N: the flat path below reads the entries of up to 4 rows past the chunk's last)
+  const hn::Rebind<std::int16_t, decltype(di)> d16;
+  constexpr bool kBytes = sizeof(Out) == 1;
+  // (kRowChunk + N: the flat path reads 2 N entries from its last group's first row on)
   HWY_ALIGN float rf[kRowChunk + kMaxLanes<float>], rr[kRowChunk + kMaxLanes<float>],
       rlo[kRowChunk + kMaxLanes<float>], rhi[kRowChunk + kMaxLanes<float>], rs[kRowChunk + kMaxLanes<float>];
   HWY_ALIGN std::int32_t rz[kRowChunk + kMaxLanes<float>], rz32[kRowChunk + kMaxLanes<float>];
+  HWY_ALIGN std::int16_t rz16[kRowChunk + kMaxLanes<float>];  // (the flat path's bytes)
   // Back-to-back rows (in and out) shorter than a block take one flat stream of blocks over
   // the chunk's rows, each vector's parameters blended from its two rows' (below).
   const bool flat = !kStream && sx == static_cast<std::ptrdiff_t>(n) && sq == static_cast<std::ptrdiff_t>(n) &&
-                    n >= N && n != 2 * N && 2 * n < kFlatRowsBelow<Out> * N;
+                    n >= 3 && n % (2 * N) != 0 && n < kFlatRowsBelowVectors * N;
+  // The flat path's tables, made once per call. N rows hold n vectors: the stream is groups of
+  // N rows. row_of[p * N + l]: the row in its group of lane l of the group's vector p; for p in
+  // [n, n + 3), the next group's vector p - n, its row + N (a block's last vectors; n >= 3).
+  // floor((N p + l) / n) as (N p + l + 0.5) * (1 / n) truncated: exact, the quotient is at
+  // least 0.5 / n from an integer and the product's error below 2^-19.
+  constexpr std::size_t kMaxFlatVectors = kFlatRowsBelowVectors * kMaxLanes<float> + 2;  // n + 3
+  HWY_ALIGN std::int32_t row_of[kMaxFlatVectors * kMaxLanes<float>];
+  // Bytes: pair_of[p * 2 N + i]: the rows of vectors p and p + 1 as int16 in the pack's order
+  // (_mm512_packs_epi32 of theirs), to permute a pair's zero points in one 16-bit permute.
+  HWY_ALIGN std::int16_t pair_of[kBytes ? (kMaxFlatVectors - 1) * 2 * kMaxLanes<float> : 1];
+  if (flat) {
+    const V inv = hn::Set(d, 1.0f / static_cast<float>(n));
+    V e = hn::Add(hn::Iota(d, 0.0f), hn::Set(d, 0.5f));
+    for (std::size_t v = 0; v < n; ++v, e = hn::Add(e, hn::Set(d, static_cast<float>(N))))
+      hn::Store(hn::ConvertTo(di, hn::Mul(e, inv)), di, row_of + v * N);
+    for (std::size_t v = n; v < n + 3; ++v)
+      hn::Store(hn::Add(hn::Load(di, row_of + (v - n) * N), hn::Set(di, static_cast<std::int32_t>(N))), di,
+                row_of + v * N);
+    if constexpr (kBytes) {
+      for (std::size_t v = 0; v < n + 2; ++v)
+        _mm512_store_si512(pair_of + v * 2 * N, _mm512_packs_epi32(hn::Load(di, row_of + v * N).raw,
+                                                                    hn::Load(di, row_of + (v + 1) * N).raw));
+    }
+  }
   for (std::size_t c0 = 0; c0 < count; c0 += kRowChunk) {
     const std::size_t m = count - c0 < kRowChunk ? count - c0 : kRowChunk;
     const std::int64_t at0 = at + static_cast<std::int64_t>(c0) * dat;
@@ -715,6 +743,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       const auto zi = hn::ConvertTo(di, z);  // small integers
       hn::Store(kWide ? zi : hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
       hn::Store(zi, di, rz32 + k);
+      if (kBytes && flat) hn::Store(hn::DemoteTo(d16, zi), d16, rz16 + k);
     }
     if (kMarkstein && !hn::AllTrue(d, markstein)) {  // a scale outside [2^-100, 2^100]
       std::int64_t p = at0;
@@ -723,49 +752,44 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       continue;
     }
     if (flat) {
-      // One stream of blocks over the m rows (n >= N: a vector holds lanes of at most two rows).
-      // Each vector's parameters are its first row's for lanes [0, left) and the next row's
-      // after: two broadcasts from the tables and a blend per parameter. Integer outputs blend
-      // only s (1 / s) and z: the float clamp is the constant [qmin - qmax, qmax - qmin] (bytes:
-      // its upper end only), which holds [qmin - z, qmax - z] for every z in range; z is added
-      // to the int32 values (16-bit) or to the int16 packs (bytes, saturating: one pack of two
-      // z vectors per pair instead of an add and a max per vector, ~5 % faster), and the packs'
-      // saturation and a byte (16-bit) min and max clamp to [qmin, qmax]; fake-quantize blends
-      // lo = qmin - z and hi = qmax - z. Each row took a block for its rest before.
+      // One stream of blocks over the m rows, in groups of N rows (n vectors). A block's four
+      // vectors are its group's p..p+3 (past n: the next group's), and each vector's parameters
+      // are a two-table permute per parameter of the 2 N rows from its group's first, indexed
+      // by row_of. Integer outputs permute only s (1 / s) and z: the float clamp is the
+      // constant [qmin - qmax, qmax - qmin] (bytes: its upper end only), which holds
+      // [qmin - z, qmax - z] for every z in range; z is added to the int32 values (16-bit) or,
+      // saturating, to the int16 packs (bytes: one 16-bit permute of the 2 N rows' int16 zero
+      // points per pair, indexed by pair_of), and the packs' saturation and a byte (16-bit) min
+      // and max clamp to [qmin, qmax]; fake-quantize permutes lo = qmin - z and hi = qmax - z.
       const std::size_t total = m * n;
-      std::size_t row = 0, left = n;  // the next vector's first row in the chunk, its lanes left
+      std::size_t p = 0;  // the block's first vector in its group
+      std::size_t g = 0;  // the group's first row in the chunk
       struct Lane {
-        V f, r, lo, hi, s;
-        hn::Vec<decltype(di)> z;
+        V f, r, lo, hi, s;  // lo, hi, s: fake-quantize
+        hn::Vec<decltype(di)> z;  // 16-bit outputs
       };
       const V lo_c = hn::Set(d, qmin - qmax), hi_c = hn::Set(d, qmax - qmin);
-      const auto lane = [&]() HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-        const auto first = hn::FirstN(d, HWY_MIN(left, N));
-        const auto blend = [&](const float* t) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-          return hn::IfThenElse(first, hn::Set(d, t[row]), hn::Set(d, t[row + 1]));
+      const auto lane = [&](std::size_t j) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+        const __m512i idx = hn::Load(di, row_of + (p + j) * N).raw;
+        const auto pick = [&](const float* t) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+          return V{_mm512_permutex2var_ps(hn::Load(d, t + g).raw, idx, hn::Load(d, t + g + N).raw)};
         };
-        Lane p;
-        p.f = blend(rf);
-        p.r = kMarkstein ? blend(rr) : p.f;
+        Lane l;
+        l.f = pick(rf);
+        l.r = kMarkstein ? pick(rr) : l.f;
         if constexpr (kFake) {
-          p.lo = blend(rlo);
-          p.hi = blend(rhi);
-          p.s = blend(rs);
-          p.z = hn::Zero(di);
-        } else {
-          p.lo = lo_c;
-          p.hi = hi_c;
-          p.s = p.f;
-          p.z = hn::IfThenElse(hn::RebindMask(di, first), hn::Set(di, rz32[row]), hn::Set(di, rz32[row + 1]));
+          l.lo = pick(rlo);
+          l.hi = pick(rhi);
+          l.s = pick(rs);
+        } else if constexpr (kWide) {
+          l.z = hn::Vec<decltype(di)>{
+              _mm512_permutex2var_epi32(hn::Load(di, rz32 + g).raw, idx, hn::Load(di, rz32 + g + N).raw)};
         }
-        const bool wrap = left <= N;  // selects, not a branch
-        row += wrap;
-        left = wrap ? left + n - N : left - N;
-        return p;
+        return l;
       };
       // Vector v of a block: kBlockBypass of them by Markstein's step, as in the blocks.
       const auto block = [&](const float* xp, Out* qp) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-        const Lane p0 = lane(), p1 = lane(), p2 = lane(), p3 = lane();
+        const Lane p0 = lane(0), p1 = lane(1), p2 = lane(2), p3 = lane(3);
         if constexpr (kFake) {
           hn::StoreU(FakeQuantizeVec<Round, kDivide>(d, hn::LoadU(d, xp), p0.f, p0.lo, p0.hi, p0.s), d, qp);
           hn::StoreU(FakeQuantizeVecOdd<Round, kDivide, (kBlockBypass >= 2)>(d, hn::LoadU(d, xp + N), p1.f, p1.r,
@@ -780,15 +804,15 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
         } else {
           if constexpr (kWide) {
             // int32 q in [2 qmin - qmax, 2 qmax - qmin], packed with saturation, then clamped
-            const auto v0 = hn::Add(QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, xp), p0.f, p0.lo, p0.hi), p0.z);
+            const auto v0 = hn::Add(QuantizeOffsetVec<Round, kDivide>(d, hn::LoadU(d, xp), p0.f, lo_c, hi_c), p0.z);
             const auto v1 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
-                                        d, hn::LoadU(d, xp + N), p1.f, p1.r, p1.lo, p1.hi),
+                                        d, hn::LoadU(d, xp + N), p1.f, p1.r, lo_c, hi_c),
                                     p1.z);
             const auto v2 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 3), true>(
-                                        d, hn::LoadU(d, xp + 2 * N), p2.f, p2.r, p2.lo, p2.hi),
+                                        d, hn::LoadU(d, xp + 2 * N), p2.f, p2.r, lo_c, hi_c),
                                     p2.z);
             const auto v3 = hn::Add(QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2), true>(
-                                        d, hn::LoadU(d, xp + 3 * N), p3.f, p3.r, p3.lo, p3.hi),
+                                        d, hn::LoadU(d, xp + 3 * N), p3.f, p3.r, lo_c, hi_c),
                                     p3.z);
             const hn::Repartition<Out, decltype(di)> d16;
             const auto q16lo = hn::Set(d16, static_cast<Out>(qmin)), q16hi = hn::Set(d16, static_cast<Out>(qmax));
@@ -799,16 +823,19 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
             // Bytes: the upper clamp only (below -2^31 the conversion gives INT32_MIN, which the
             // saturating packs take as below qmin), z added to the int16 packs (saturating:
             // the pairs' z packed the same way), then a byte max and min.
-            const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, xp), p0.f, p0.hi, p0.hi);
+            const auto v0 = QuantizeOffsetVec<Round, kDivide, false>(d, hn::LoadU(d, xp), p0.f, hi_c, hi_c);
             const auto v1 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2)>(d, hn::LoadU(d, xp + N), p1.f,
-                                                                                     p1.r, p1.hi, p1.hi);
+                                                                                     p1.r, hi_c, hi_c);
             const auto v2 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 3)>(d, hn::LoadU(d, xp + 2 * N),
-                                                                                     p2.f, p2.r, p2.hi, p2.hi);
+                                                                                     p2.f, p2.r, hi_c, hi_c);
             const auto v3 = QuantizeOffsetVecOdd<Round, kDivide, (kBlockBypass >= 2)>(d, hn::LoadU(d, xp + 3 * N),
-                                                                                     p3.f, p3.r, p3.hi, p3.hi);
+                                                                                     p3.f, p3.r, hi_c, hi_c);
             constexpr bool kSigned = std::is_signed<Out>::value;
-            const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), _mm512_packs_epi32(p0.z.raw, p1.z.raw));
-            const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), _mm512_packs_epi32(p2.z.raw, p3.z.raw));
+            const __m512i zw = _mm512_loadu_si512(rz16 + g);  // the 32 rows' zero points
+            const __m512i z01 = _mm512_permutexvar_epi16(_mm512_load_si512(pair_of + p * 2 * N), zw);
+            const __m512i z23 = _mm512_permutexvar_epi16(_mm512_load_si512(pair_of + (p + 2) * 2 * N), zw);
+            const __m512i ab = _mm512_adds_epi16(_mm512_packs_epi32(v0.raw, v1.raw), z01);
+            const __m512i cd = _mm512_adds_epi16(_mm512_packs_epi32(v2.raw, v3.raw), z23);
             const __m512i lo8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmin)));
             const __m512i hi8 = _mm512_set1_epi8(static_cast<char>(static_cast<Out>(qmax)));
             const __m512i r8 = kSigned ? _mm512_min_epi8(_mm512_max_epi8(_mm512_packs_epi16(ab, cd), lo8), hi8)
@@ -816,6 +843,10 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
             _mm512_storeu_si512(reinterpret_cast<void*>(qp), _mm512_permutexvar_epi32(pack.order, r8));
           }
         }
+        p += 4;  // the next block's first vector
+        const bool next = p >= n;  // selects, not a branch
+        p = next ? p - n : p;
+        g = next ? g + N : g;
       };
       std::size_t i = 0;
       for (; i + 4 * N <= total; i += 4 * N) block(x + i, q + i);

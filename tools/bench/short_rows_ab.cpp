@@ -1,0 +1,91 @@
+// Per-channel quantize of back-to-back short rows against per tensor, one static target: the
+// A/B harness behind the flat short-row path's figures in the README (QuantizeShortRows). Build
+// it twice, against two checkouts' include/ folders, and run the two alternately, pinned:
+//   g++ -std=c++17 -O2 -march=x86-64-v4 -maes -mpclmul -I<old>/include tools/bench/short_rows_ab.cpp -o /tmp/ab_old
+//   g++ -std=c++17 -O2 -march=x86-64-v4 -maes -mpclmul -I<new>/include tools/bench/short_rows_ab.cpp -o /tmp/ab_new
+//   for L in 3 16 49 100; do taskset -c 1 /tmp/ab_old $L 1024 0; taskset -c 1 /tmp/ab_new $L 1024 0; done
+// Arguments: row length L (default 49), rows (1024), output (0 int8, 1 int16, 2 fake-quantize
+// int8). Prints the best of 300 windows of 20 calls for both granularities (Gelem/s) and a hash
+// of the per-channel output: two builds must print the same hash. Not part of the build.
+#include <quantkit/simd/api.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace {
+
+namespace qs = quantkit::simd;
+
+template <class F>
+double best_gelems(F&& call, std::size_t n) {
+  constexpr int kCalls = 20;
+  double best = 1e30;
+  for (int w = 0; w < 300; ++w) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int c = 0; c < kCalls; ++c) call();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCalls;
+    if (s < best) best = s;
+  }
+  return static_cast<double>(n) / best * 1e-9;
+}
+
+template <class T>
+unsigned long long hash_of(const std::vector<T>& v) {
+  unsigned long long h = 1469598103934665603ull;
+  for (const T& e : v) {
+    unsigned char b[sizeof(T)];
+    std::memcpy(b, &e, sizeof(T));
+    for (unsigned char c : b) h = (h ^ c) * 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long len = argc > 1 ? std::atol(argv[1]) : 49;
+  const long rows_arg = argc > 2 ? std::atol(argv[2]) : 1024;
+  const int output = argc > 3 ? std::atoi(argv[3]) : 0;
+  if (len < 1 || rows_arg < 1 || output < 0 || output > 2) {
+    std::fprintf(stderr, "usage: %s [row length >= 1] [rows >= 1] [output 0 int8 | 1 int16 | 2 fake]\n", argv[0]);
+    return 2;
+  }
+  const auto L = static_cast<std::size_t>(len), rows = static_cast<std::size_t>(rows_arg);
+  const std::size_t n = L * rows;
+  std::mt19937 gen(1);
+  std::uniform_real_distribution<float> uniform(-1.1f, 1.1f);  // as bench_kernels
+  std::vector<float> x(n), y(n);
+  for (float& v : x) v = uniform(gen);
+  std::vector<float> scales(rows);
+  std::vector<std::int32_t> zero_points(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    scales[r] = (1.0f + 0.01f * static_cast<float>(r % 100)) / 127;
+    zero_points[r] = static_cast<std::int32_t>(r % 5) - 2;
+  }
+  std::vector<std::int8_t> q8(n);
+  std::vector<std::int16_t> q16(n);
+  double per_channel = 0, per_tensor = 0;
+  unsigned long long hash = 0;
+  if (output == 0) {
+    per_channel = best_gelems([&] { qs::quantize_per_channel(x.data(), rows, L, 0, scales.data(), zero_points.data(), q8.data()); }, n);
+    hash = hash_of(q8);
+    per_tensor = best_gelems([&] { qs::quantize(x.data(), n, scales[0], zero_points[0], q8.data()); }, n);
+  } else if (output == 1) {
+    per_channel = best_gelems([&] { qs::quantize_per_channel(x.data(), rows, L, 0, scales.data(), zero_points.data(), q16.data()); }, n);
+    hash = hash_of(q16);
+    per_tensor = best_gelems([&] { qs::quantize(x.data(), n, scales[0], zero_points[0], q16.data()); }, n);
+  } else {
+    const auto options = qs::QuantizeOptions{}.with_range(quantkit::IntRange{-128, 127});
+    per_channel = best_gelems([&] { qs::fake_quantize_per_channel(x.data(), rows, L, 0, scales.data(), zero_points.data(), options, y.data()); }, n);
+    hash = hash_of(y);
+    per_tensor = best_gelems([&] { qs::fake_quantize(x.data(), n, scales[0], zero_points[0], options, y.data()); }, n);
+  }
+  static const char* const names[] = {"int8", "int16", "fake-quantize"};
+  std::printf("rows of %zu x %zu, %s: per channel %.2f Gelem/s, per tensor %.2f (%.0f %%), output hash %016llx\n", L, rows,
+              names[output], per_channel, per_tensor, 100 * per_channel / per_tensor, hash);
+}
