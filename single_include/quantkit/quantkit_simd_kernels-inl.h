@@ -4580,17 +4580,22 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
   // (_mm512_packs_epi32 of theirs), to permute a pair's zero points in one 16-bit permute.
   HWY_ALIGN std::int16_t pair_of[kBytes ? (kMaxFlatVectors - 1) * 2 * kMaxLanes<float> : 1];
   if (flat) {
-    const V inv = hn::Set(d, 1.0f / static_cast<float>(n));
-    V e = hn::Add(hn::Iota(d, 0.0f), hn::Set(d, 0.5f));
-    for (std::size_t v = 0; v < n; ++v, e = hn::Add(e, hn::Set(d, static_cast<float>(N))))
-      hn::Store(hn::ConvertTo(di, hn::Mul(e, inv)), di, row_of + v * N);
-    for (std::size_t v = n; v < n + 3; ++v)
-      hn::Store(hn::Add(hn::Load(di, row_of + (v - n) * N), hn::Set(di, static_cast<std::int32_t>(N))), di,
-                row_of + v * N);
-    if constexpr (kBytes) {
-      for (std::size_t v = 0; v < n + 2; ++v)
-        _mm512_store_si512(pair_of + v * 2 * N, _mm512_packs_epi32(hn::Load(di, row_of + v * N).raw,
-                                                                    hn::Load(di, row_of + (v + 1) * N).raw));
+    // (one loop, each vector packed with the one before; the quotients are below 2 N: plain
+    // truncation, not Highway's overflow-checked conversion)
+    const __m512 inv = _mm512_set1_ps(1.0f / static_cast<float>(n));
+    __m512 e = _mm512_add_ps(hn::Iota(d, 0.0f).raw, _mm512_set1_ps(0.5f));
+    __m512i before = _mm512_setzero_si512();
+    for (std::size_t v = 0; v < n + 3; ++v) {
+      __m512i rows;
+      if (v < n) {
+        rows = _mm512_cvttps_epi32(_mm512_mul_ps(e, inv));
+        e = _mm512_add_ps(e, _mm512_set1_ps(static_cast<float>(N)));
+      } else {
+        rows = _mm512_add_epi32(_mm512_load_si512(row_of + (v - n) * N), _mm512_set1_epi32(static_cast<int>(N)));
+      }
+      _mm512_store_si512(row_of + v * N, rows);
+      if (kBytes && v > 0) _mm512_store_si512(pair_of + (v - 1) * 2 * N, _mm512_packs_epi32(before, rows));
+      before = rows;
     }
   }
   for (std::size_t c0 = 0; c0 < count; c0 += kRowChunk) {
