@@ -5377,10 +5377,10 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
   // (kRowChunk + N: the flat path reads 2 N entries from its last group's first row on)
   HWY_ALIGN float rf[kRowChunk + kMaxLanes<float>], rr[kRowChunk + kMaxLanes<float>],
       rlo[kRowChunk + kMaxLanes<float>], rhi[kRowChunk + kMaxLanes<float>], rs[kRowChunk + kMaxLanes<float>];
-  HWY_ALIGN std::int32_t rz[kRowChunk + kMaxLanes<float>], rz32[kRowChunk + kMaxLanes<float>];
+  HWY_ALIGN std::int32_t rz[kRowChunk + kMaxLanes<float>];
   HWY_ALIGN std::int16_t rz16[kRowChunk + kMaxLanes<float>];  // (the flat path's bytes)
-  // Back-to-back rows (in and out) shorter than a block take one flat stream of blocks over
-  // the chunk's rows, each vector's parameters blended from its two rows' (below).
+  // Back-to-back rows (in and out) of 3 to 8 N - 1 values, not whole pairs of vectors, take one
+  // flat stream of blocks over the chunk's rows, each vector's parameters permuted (below).
   const bool flat = !kStream && sx == static_cast<std::ptrdiff_t>(n) && sq == static_cast<std::ptrdiff_t>(n) &&
                     n >= 3 && n % (2 * N) != 0 && n < kFlatRowsBelowVectors * N;
   // The flat path's tables, made once per call. N rows hold n vectors: the stream is groups of
@@ -5448,7 +5448,6 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
       hn::Store(hn::Sub(vmin, z), d, rlo + k);
       const auto zi = hn::ConvertTo(di, z);  // small integers
       hn::Store(kWide ? zi : hn::Or(hn::And(zi, hn::Set(di, 0xffff)), hn::ShiftLeft<16>(zi)), di, rz + k);
-      hn::Store(zi, di, rz32 + k);
       if (kBytes && flat) hn::Store(hn::DemoteTo(d16, zi), d16, rz16 + k);
     }
     if (kMarkstein && !hn::AllTrue(d, markstein)) {  // a scale outside [2^-100, 2^100]
@@ -5489,7 +5488,7 @@ HWY_INLINE void QuantizeShortRows(const QuantizeArgs& a, const float* x, std::pt
           l.s = pick(rs);
         } else if constexpr (kWide) {
           l.z = hn::Vec<decltype(di)>{
-              _mm512_permutex2var_epi32(hn::Load(di, rz32 + g).raw, idx, hn::Load(di, rz32 + g + N).raw)};
+              _mm512_permutex2var_epi32(hn::Load(di, rz + g).raw, idx, hn::Load(di, rz + g + N).raw)};
         }
         return l;
       };
