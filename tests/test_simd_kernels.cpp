@@ -899,9 +899,9 @@ TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks
   // AVX-512: contiguous rows of 3 to 8 N - 1 values (not whole pairs of vectors) are one flat
   // stream of blocks over each chunk of 64 rows in groups of N rows, every vector's parameters
   // permuted from its rows' by tables made per call, integer outputs clamped by the packs and a
-  // min / max instead of per-row float bounds; AVX2 the same for rows of 2 to 63 values but 32
-  // (fake-quantize: not whole vectors), from windows of 8 rows (each vector's own for rows of 2
-  // to 4, its block's from 5 on): narrow ranges and zero points anywhere in them, 130 rows (two
+  // min / max instead of per-row float bounds; AVX2 the same for rows of 2 to 79 values but 32
+  // and 64 (fake-quantize: not whole vectors), from windows of 8 rows (each vector's own for rows of 2
+  // and 3, its block's from 4 on): narrow ranges and zero points anywhere in them, 130 rows (two
   // chunks and a rest), both divider bypass counts; lengths below the paths' and the multiples
   // of 2 N (per-row paths) around them.
   using G = qk::Granularity;

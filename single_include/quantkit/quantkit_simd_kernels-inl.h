@@ -5057,17 +5057,20 @@ HWY_INLINE void QuantizeRowsAvx2(const QuantizeArgs& a, const float* x, std::ptr
 
 // Back-to-back rows (in and out) of 2 to kFlatRowsBelowAvx2 - 1 values with their own
 // parameters on AVX2 (per-channel rows of small tensors: 3 x 3 or 7 x 7 kernels; per-group
-// blocks not of whole vectors), but 4 N (one block: QuantizeRowsAvx2's pairs of rows): one
+// blocks not of whole vectors), but whole blocks (4 N, 8 N: QuantizeRowsAvx2's rows): one
 // stream of blocks of 4 vectors over a chunk's rows, each vector's parameters permuted
 // (vpermps) from a window of 8 rows that starts at its first lane's row (a vector of 8 values
-// meets at most 8 rows). A per-call table gives vector p of a group of N rows (n vectors) that
-// row (base) and each lane's row past it (rel); vectors p >= n are the next groups'. Integer
+// meets at most 8 rows; from rows of 4 values on, a block's four vectors share its first row's
+// window), indexed by per-call tables of one cycle of the stream (n blocks, 32 rows). Integer
 // outputs clamp in float to the constant [qmin - qmax, qmax - qmin] (which holds
 // [qmin - z, qmax - z] for every z in range), add the permuted z as int32, and the packs'
 // saturation and an integer min / max clamp to [qmin, qmax]; fake-quantize permutes
 // qmin - z, qmax - z and s too. Before, rows below 4 N took the constant-parameter loop per
-// row and rows of 4 N to 8 N a buffered block for their rest.
-constexpr std::size_t kFlatRowsBelowAvx2 = 64;
+// row and rows of 4 N to 10 N a buffered block for their rest.
+// Past 10 N the rows' own blocks and buffered rest were as fast or faster (int8, 1024 rows,
+// static AVX2 on the AMD EPYC host: rows of 65 2.2-3.4 -> 4.1 Gelem/s flat, of 72 2.4 -> 2.9, of
+// 79 and 80 even, of 100 4.5 against 4.1, of 111 4.8-5.0 against 4.1).
+constexpr std::size_t kFlatRowsBelowAvx2 = 80;
 
 template <class Out, class Round, bool kDivide, bool kCsr>
 HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out* q, std::size_t count,
@@ -5078,7 +5081,7 @@ HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out*
   constexpr bool kMarksteinMode = kDivide && kMarksteinRounding<Round> && (kFake || kCsr);
   constexpr std::size_t N = 8;
   constexpr std::size_t kChunkRows = 64;
-  // (+ 2 N: a chunk's last group reads up to 2 N + 8 rows past its first; those are neutral)
+  // (+ 2 N: windows start at most 32 + 31 rows into the chunk; the entries past m are neutral)
   constexpr std::size_t kTable = kChunkRows + 2 * N;
   const hn::ScalableTag<float> d;
   const hn::RebindToSigned<decltype(d)> di;
@@ -5088,37 +5091,31 @@ HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out*
   const float* const factor = a.factor;
   const float* const zero = a.zero;
   const float* const scale = a.scale;
-  // The tables: base[p] = floor(N p / n), the row of vector p's first lane, for p < n + 3 (a
-  // block's first vector is below n); the quotients as (N p + l + 0.5) * (1 / n) truncated:
-  // exact, as they are at least 0.5 / n from an integer and the products' errors far smaller.
-  // Rows of 5 values or more: a block of 4 vectors (32 values) meets at most 8 rows, so its
-  // vectors permute from one window at its first row, base[p]: rel[(4 p + j) N + l] is lane l of
-  // vector p + j's row past it. Rows of 2 to 4: each vector from its own window (base[p + j];
-  // rel[(p + j) N + l]).
-  const bool block_window = n >= 5;
-  constexpr std::size_t kMaxVectors = kFlatRowsBelowAvx2 + 2;
-  HWY_ALIGN std::int32_t rows_of[kMaxVectors * N];
+  // The stream repeats every n blocks (4 n vectors, 32 rows): block c of a cycle is values
+  // [32 c, 32 c + 32) past the cycle's first row, and vector v = 4 c + j's lane l is in row
+  // floor((N v + l) / n), as (N v + l + 0.5) * (1 / n) truncated: exact, as the quotients are at
+  // least 0.5 / n from an integer and the products' errors far smaller. Rows of 4 values or
+  // more: a block meets at most 8 rows, and its vectors permute from one window at its first
+  // row (win[4 c]); rows of 2 and 3: each vector from a window at its own first row (win[v]).
+  // rel[v N + l]: lane l's row past its window's. Made for the cycle's blocks the call runs.
+  const bool block_window = n >= 4;
   HWY_ALIGN std::int32_t rel[4 * kFlatRowsBelowAvx2 * N];
-  std::size_t base[kMaxVectors];
+  std::int32_t win[4 * kFlatRowsBelowAvx2];
   {
+    const std::size_t rows = count < kChunkRows ? count : kChunkRows;
+    const std::size_t blocks = (rows * n + 4 * N - 1) / (4 * N);
+    const std::size_t vectors = 4 * (blocks < n ? blocks : n);
     const __m256 inv = _mm256_set1_ps(1.0f / static_cast<float>(n));
     __m256 e = _mm256_setr_ps(0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f);
-    for (std::size_t p = 0; p < n + 3; ++p) {
-      const __m256i rows = _mm256_cvttps_epi32(_mm256_mul_ps(e, inv));
-      const int b = _mm_cvtsi128_si32(_mm256_castsi256_si128(rows));
-      base[p] = static_cast<std::size_t>(b);
-      _mm256_store_si256(reinterpret_cast<__m256i*>(rows_of + p * N), rows);
-      if (!block_window)
-        _mm256_store_si256(reinterpret_cast<__m256i*>(rel + p * N), _mm256_sub_epi32(rows, _mm256_set1_epi32(b)));
+    int first = 0;  // the block's first row
+    for (std::size_t v = 0; v < vectors; ++v) {
+      const __m256i r = _mm256_cvttps_epi32(_mm256_mul_ps(e, inv));
+      const int own = _mm_cvtsi128_si32(_mm256_castsi256_si128(r));
+      if (v % 4 == 0) first = own;
+      const int w = block_window ? first : own;
+      win[v] = w;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(rel + v * N), _mm256_sub_epi32(r, _mm256_set1_epi32(w)));
       e = _mm256_add_ps(e, _mm256_set1_ps(static_cast<float>(N)));
-    }
-    if (block_window) {
-      for (std::size_t p = 0; p < n; ++p) {
-        const __m256i b = _mm256_set1_epi32(static_cast<int>(base[p]));
-        for (std::size_t j = 0; j < 4; ++j)
-          _mm256_store_si256(reinterpret_cast<__m256i*>(rel + (4 * p + j) * N),
-                             _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(rows_of + (p + j) * N)), b));
-      }
     }
   }
   HWY_ALIGN float rf[kTable], rr[kTable], rlo[kTable], rhi[kTable], rs[kTable];
@@ -5166,14 +5163,14 @@ HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out*
       constexpr int kBypass = decltype(bypass)::value;  // of a block's 4 vectors: 0, 2 or 3
       constexpr bool kM1 = kBypass >= 2, kM2 = kBypass >= 3;
       constexpr bool kBlockWindow = decltype(window)::value;
-      std::size_t p = 0;  // the block's first vector in its group
-      std::size_t g = 0;  // the group's first row in the chunk
+      std::size_t c = 0;  // the block in its cycle
+      std::size_t o = 0;  // the cycle's first row in the chunk
       // Vector j of the block: its window's first row in the chunk and its lanes' rows past it
       const auto row = [&](std::size_t j) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-        return g + base[kBlockWindow ? p : p + j];
+        return o + static_cast<std::size_t>(win[kBlockWindow ? 4 * c : 4 * c + j]);
       };
       const auto idx = [&](std::size_t j) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
-        return _mm256_load_si256(reinterpret_cast<const __m256i*>(rel + (kBlockWindow ? 4 * p + j : p + j) * N));
+        return _mm256_load_si256(reinterpret_cast<const __m256i*>(rel + (4 * c + j) * N));
       };
       const auto pick = [&](const float* t, std::size_t j) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
         return V{_mm256_permutevar8x32_ps(_mm256_loadu_ps(t + row(j)), idx(j))};
@@ -5235,17 +5232,11 @@ HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out*
             hn::StoreU(hn::Min(hn::Max(PackPair16(d16, v2, v3, NoZeroPoint()), q16lo), q16hi), d16, qp + 2 * N);
           }
         }
-        // The next block's first vector: 4 on, past the group's n into the next groups (two
-        // steps for rows of 2 and 3 values); selects, not branches.
-        p += 4;
-        bool next = p >= n;
-        p = next ? p - n : p;
-        g = next ? g + N : g;
-        if (n < 4) {
-          next = p >= n;
-          p = next ? p - n : p;
-          g = next ? g + N : g;
-        }
+        // The next block; past the cycle's last, the next cycle's first (selects, not branches)
+        ++c;
+        const bool next = c == n;
+        c = next ? 0 : c;
+        o = next ? o + 4 * N : o;
       };
       std::size_t i = 0;
       for (; i + 4 * N <= total; i += 4 * N) block(x + i, q + i);
@@ -5305,13 +5296,15 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-    // Back-to-back rows shorter than 8 N but one block (non-streaming calls): one flat stream;
-    // but fake-quantize's rows of whole vectors (the constant runs below were faster: rows of
-    // 16 53 % of per tensor against 39 %, rows of 48 76 % against 43 %).
+    // Back-to-back rows shorter than 10 N but not whole blocks (non-streaming calls): one flat
+    // stream; not fake-quantize's rows of whole vectors (the constant runs below were faster:
+    // rows of 16 53 % of per tensor against 39 %, rows of 48 76 % against 43 %), and rows of a
+    // block or more only from 64 rows on (the tables' cost: 16 rows of 72 2.2 Gelem/s per row
+    // against 1.7 flat, 64 rows even, 1024 rows 2.4 against 2.9).
     constexpr std::size_t kN = hn::MaxLanes(hn::ScalableTag<float>());
     const bool whole_vectors = std::is_same<Out, float>::value && n % kN == 0;
     if (!a.stream && sx == static_cast<std::ptrdiff_t>(n) && sq == static_cast<std::ptrdiff_t>(n) && n >= 2 &&
-        n < kFlatRowsBelowAvx2 && n != 4 * kN && !whole_vectors) {
+        n < kFlatRowsBelowAvx2 && n % (4 * kN) != 0 && !whole_vectors && (n < 4 * kN || count >= 64)) {
       constexpr bool kHalfEven = std::is_same<Round, RoundHalfEvenOp>::value && !std::is_same<Out, float>::value;
       if (kHalfEven && a.round_by_csr)
         QuantizeFlatRowsAvx2<Out, Round, kDivide, kHalfEven>(a, x, q, count, n, at, dat);

@@ -1,9 +1,12 @@
 // Per-channel quantize of back-to-back short rows against per tensor, one static target: the
-// A/B harness behind the flat short-row path's figures in the README (QuantizeShortRows). Build
-// it twice, against two checkouts' include/ folders, and run the two alternately, pinned:
+// A/B harness behind the flat short-row paths' figures in the README (QuantizeShortRows,
+// QuantizeFlatRowsAvx2). Build it twice, against two checkouts' include/ folders, and run the
+// two alternately, pinned:
 //   g++ -std=c++17 -O2 -march=x86-64-v4 -maes -mpclmul -I<old>/include tools/bench/short_rows_ab.cpp -o /tmp/ab_old
 //   g++ -std=c++17 -O2 -march=x86-64-v4 -maes -mpclmul -I<new>/include tools/bench/short_rows_ab.cpp -o /tmp/ab_new
 //   for L in 3 16 49 100; do taskset -c 1 /tmp/ab_old $L 1024 0; taskset -c 1 /tmp/ab_new $L 1024 0; done
+// (AVX2: -march=x86-64-v3 -maes -mpclmul, QuantizeFlatRowsAvx2; alternate several times: on a
+// noisy VM both granularities' rates move together, so compare the per-channel % of per tensor.)
 // Arguments: row length L (default 49), rows (1024), output (0 int8, 1 int16, 2 fake-quantize
 // int8). Prints the best of 300 windows of 20 calls for both granularities (Gelem/s) and a hash
 // of the per-channel output: two builds must print the same hash. Not part of the build.
