@@ -5575,9 +5575,10 @@ HWY_INLINE void QuantizeRowsAvx2(const QuantizeArgs& a, const float* x, std::ptr
 // 79 and 80 even, of 100 4.5 against 4.1, of 111 4.8-5.0 against 4.1).
 constexpr std::size_t kFlatRowsBelowAvx2 = 80;
 
+// Row k's parameters at at + k (the plan's back-to-back per-channel rows and per-group blocks).
 template <class Out, class Round, bool kDivide, bool kCsr>
 HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out* q, std::size_t count,
-                                     std::size_t n, std::int64_t at, std::int64_t dat) {
+                                     std::size_t n, std::int64_t at) {
   constexpr bool kFake = std::is_same<Out, float>::value;
   constexpr bool kBytes = sizeof(Out) == 1;
   // Markstein's step where the blocks take it: half-even by MXCSR (integers), fake-quantize.
@@ -5626,29 +5627,14 @@ HWY_INLINE void QuantizeFlatRowsAvx2(const QuantizeArgs& a, const float* x, Out*
   const V lo_c = hn::Set(d, qmin - qmax), hi_c = hn::Set(d, qmax - qmin);
   for (std::size_t c0 = 0; c0 < count; c0 += kChunkRows) {
     const std::size_t m = count - c0 < kChunkRows ? count - c0 : kChunkRows;
-    const std::int64_t at0 = at + static_cast<std::int64_t>(c0) * dat;
+    const std::int64_t at0 = at + static_cast<std::int64_t>(c0);
     // The chunk's parameters; rows past m: factor 1, zero 0, scale 1 (their lanes are discarded).
     bool markstein = kMarksteinMode;
     for (std::size_t k = 0; k < kTable; k += N) {
       const auto in = hn::FirstN(d, m > k ? m - k : 0);
-      V f, z, s;
-      if (dat == 1) {
-        f = hn::IfThenElse(in, hn::MaskedLoad(in, d, factor + at0 + k), hn::Set(d, 1.0f));
-        z = hn::MaskedLoad(in, d, zero + at0 + k);
-        s = kFake ? hn::IfThenElse(in, hn::MaskedLoad(in, d, scale + at0 + k), hn::Set(d, 1.0f)) : f;
-      } else {
-        HWY_ALIGN float bf[N], bz[N], bs[N];
-        for (std::size_t l = 0; l < N; ++l) {
-          const bool row = k + l < m;
-          const std::int64_t p = at0 + static_cast<std::int64_t>(k + l) * dat;
-          bf[l] = row ? factor[p] : 1.0f;
-          bz[l] = row ? zero[p] : 0.0f;
-          bs[l] = row && kFake ? scale[p] : 1.0f;
-        }
-        f = hn::Load(d, bf);
-        z = hn::Load(d, bz);
-        s = hn::Load(d, bs);
-      }
+      const V f = hn::IfThenElse(in, hn::MaskedLoad(in, d, factor + at0 + k), hn::Set(d, 1.0f));
+      const V z = hn::MaskedLoad(in, d, zero + at0 + k);
+      const V s = kFake ? hn::IfThenElse(in, hn::MaskedLoad(in, d, scale + at0 + k), hn::Set(d, 1.0f)) : f;
       hn::Store(f, d, rf + k);
       hn::Store(hn::ConvertTo(di, z), di, rz + k);  // small integers
       if constexpr (kFake) {
@@ -5799,20 +5785,21 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     }
 #endif
 #if HWY_ARCH_X86 && HWY_TARGET == HWY_AVX2
-    // Back-to-back rows shorter than 10 N but not whole blocks (non-streaming calls): one flat
+    // Back-to-back rows shorter than 10 N but not whole blocks (non-streaming calls), row k's
+    // parameters at at + k (as the plan makes every contiguous run of such rows): one flat
     // stream; not fake-quantize's rows of whole vectors (the constant runs below were faster:
     // rows of 16 53 % of per tensor against 39 %, rows of 48 76 % against 43 %), and rows of a
     // block or more only from 64 rows on (the tables' cost: 16 rows of 72 2.2 Gelem/s per row
     // against 1.7 flat, 64 rows even, 1024 rows 2.4 against 2.9).
     constexpr std::size_t kN = hn::MaxLanes(hn::ScalableTag<float>());
     const bool whole_vectors = std::is_same<Out, float>::value && n % kN == 0;
-    if (!a.stream && sx == static_cast<std::ptrdiff_t>(n) && sq == static_cast<std::ptrdiff_t>(n) && n >= 2 &&
+    if (!a.stream && sx == static_cast<std::ptrdiff_t>(n) && sq == static_cast<std::ptrdiff_t>(n) && dat == 1 && n >= 2 &&
         n < kFlatRowsBelowAvx2 && n % (4 * kN) != 0 && !whole_vectors && (n < 4 * kN || count >= 64)) {
       constexpr bool kHalfEven = std::is_same<Round, RoundHalfEvenOp>::value && !std::is_same<Out, float>::value;
       if (kHalfEven && a.round_by_csr)
-        QuantizeFlatRowsAvx2<Out, Round, kDivide, kHalfEven>(a, x, q, count, n, at, dat);
+        QuantizeFlatRowsAvx2<Out, Round, kDivide, kHalfEven>(a, x, q, count, n, at);
       else
-        QuantizeFlatRowsAvx2<Out, Round, kDivide, false>(a, x, q, count, n, at, dat);
+        QuantizeFlatRowsAvx2<Out, Round, kDivide, false>(a, x, q, count, n, at);
       return;
     }
     if constexpr (sizeof(Out) <= 2) {
