@@ -900,10 +900,10 @@ TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks
   // stream of blocks over each chunk of 64 rows in groups of N rows, every vector's parameters
   // permuted from its rows' by tables made per call, integer outputs clamped by the packs and a
   // min / max instead of per-row float bounds; AVX2 the same for rows of 2 to 79 values but 32
-  // and 64 (fake-quantize: not whole vectors), from windows of 8 rows (each vector's own for rows of 2
-  // and 3, its block's from 4 on): narrow ranges and zero points anywhere in them, 130 rows (two
-  // chunks and a rest), both divider bypass counts; lengths below the paths' and the multiples
-  // of 2 N (per-row paths) around them.
+  // and 64 (fake-quantize: not whole vectors), from windows of 8 rows (each vector's own for
+  // rows of 2 and 3, its block's from 4 on): narrow ranges and zero points anywhere in them,
+  // 130 rows (two chunks and a rest), both divider bypass counts; lengths below the paths' and
+  // the multiples of 2 N (per-row paths) around them.
   using G = qk::Granularity;
   struct RestoreBypass {
     int saved = qks::detail::divider_bypass_storage();
