@@ -1105,6 +1105,93 @@ TEST_CASE("simd: per-channel requantize rows of every tail length, padded apart,
   });
 }
 
+namespace {
+// Per-channel requantize with the channels on the innermost axis ([batch, channels]: a GEMM's
+// accumulators, NHWC maps) on the element-row paths: back-to-back rows of a few channels as
+// one stream whose constants repeat (lcm(channels, 4 N) <= 256 values on AVX2 / AVX-512), else
+// panels of up to 256 channels over blocks of 64 rows, a panel with a channel off the fast
+// path (a multiplier of at least 1: a left shift) through the per-element run while the
+// others keep the fast path, rows padded apart (the padding checked untouched), a rank-3
+// tensor (one call per matrix). Biases of every side and saturating, accumulators at the int32
+// extremes, the output's full range and a ReLU-like clamp.
+template <class Scheme, class Out>
+void check_requantize_channels_last(const qks::Kernels& k, const std::vector<typename Scheme::Constants>& fast,
+                                    const typename Scheme::Constants& slow) {
+  std::mt19937 rng(2024);
+  const qk::IntRange out = simd_test::range_of<Out>();
+  const std::vector<std::int64_t> channel_counts =
+      QK_TEST_SANITIZED ? std::vector<std::int64_t>{3, 16, 24, 65, 257, 513}
+                        : std::vector<std::int64_t>{1, 2, 3, 5, 7, 8, 16, 24, 31, 32, 33, 48, 63, 64, 65, 96, 100, 127,
+                                                    128, 129, 255, 256, 257, 300, 513};
+  for (const std::int64_t channels : channel_counts) {
+    for (const std::int64_t batch : {std::int64_t{1}, std::int64_t{3}, std::int64_t{67}}) {
+      for (int variant = 0; variant < 4; ++variant) {
+        // 0: contiguous; 1: rows padded apart; 2: ReLU-like clamp, and a channel off the fast
+        // path in the last panel (for 513 channels: the first panel and the second keep it);
+        // 3: rank 3, {2, batch, channels}
+        const auto c_count = static_cast<std::size_t>(channels);
+        std::vector<typename Scheme::Constants> constants(c_count);
+        for (std::size_t c = 0; c < c_count; ++c) constants[c] = fast[(c * 3 + 1) % fast.size()];
+        if (variant == 2) constants[c_count - 1 - c_count / 7] = slow;
+        const std::int32_t zp = out.qmin < 0 ? -3 : 20;
+        qk::RequantParams<Scheme> p;
+        p.constants = constants;
+        p.output_zero_point = zp;
+        p.clamp_min = variant == 2 ? zp : out.qmin;
+        p.clamp_max = variant == 2 ? static_cast<std::int32_t>(std::min<std::int64_t>(out.qmax, zp + 60)) : out.qmax;
+        p.channel_axis = variant == 3 ? 2 : 1;
+        p.bias.resize(c_count);
+        for (std::size_t c = 0; c < c_count; ++c) {
+          const std::uint32_t r = rng();
+          p.bias[c] = r % 9 == 0   ? simd_test::kI32Max - static_cast<std::int32_t>(r % 1000)
+                      : r % 9 == 1 ? simd_test::kI32Min + static_cast<std::int32_t>(r % 1000)
+                      : r % 9 == 2 ? 0
+                                   : static_cast<std::int32_t>(r % 60001) - 30000;
+        }
+        const std::int64_t pad = variant == 1 ? 5 : 0;
+        const qk::Dims shape = variant == 3 ? qk::Dims{2, batch, channels} : qk::Dims{batch, channels};
+        const qk::Dims strides = variant == 3 ? qk::Dims{batch * channels, channels, 1} : qk::Dims{channels + pad, 1};
+        const auto size = static_cast<std::size_t>((variant == 3 ? 2 : 1) * batch * (channels + pad));
+        std::vector<std::int32_t> acc = simd_test::accumulators(size, static_cast<std::uint32_t>(size + variant));
+        for (std::size_t i = 0; i < size; i += 7) acc[i] = (i / 7) % 2 ? simd_test::kI32Max - static_cast<std::int32_t>(i % 5)
+                                                                        : simd_test::kI32Min + static_cast<std::int32_t>(i % 5);
+        std::vector<Out> got(size, Out{7}), want(size, Out{7});
+        const qk::View<const std::int32_t> a(acc.data(), shape, strides, "acc");
+        qk::ref::requantize(a, p, qk::View<Out>(want.data(), shape, strides), "channels last");
+        qks::requantize(a, p, qk::View<Out>(got.data(), shape, strides), "channels last", k);
+        CAPTURE(channels);
+        CAPTURE(batch);
+        CAPTURE(variant);
+        QK_CHECK_SAME(got, want, acc);
+      }
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("simd: per-channel requantize with the channels on the innermost axis equals the reference") {
+  using QM = qk::ref::QuantizedMultiplier;
+  // fast-path constants (multipliers below 1), and one with a left shift (multiplier >= 1)
+  const std::vector<QM> fixed = {QM{1518500250, -7}, QM{1234567, -3}, QM{1 << 30, -1}, QM{simd_test::kI32Max - 64, -9},
+                                 QM{987654321, -20}, QM{1 << 30, -30}};
+  const std::vector<QM> single = {QM{1518500250, -7}, QM{1234567, -3}, QM{1 << 30, -1}, QM{simd_test::kI32Max - 64, -9},
+                                  QM{987654321, -20}, QM{1518500250, -31}};
+  const auto shifts = simd_test::made_constants<qk::DoubleShift>({0.75, 0.3, 1e-3, 1e-9, 0.5});
+  const std::vector<qk::FloatScale> floats = {{0.0061f}, {1.0f / 3.0f}, {0x1p-20f}, {0.5f}, {1e-3f}, {0.75f}};
+  for_each_target("requantize channels last", [&](const qks::Kernels& k) {
+    check_requantize_channels_last<qk::FixedPointDoubleRounding, std::int8_t>(k, fixed, QM{1 << 30, 2});
+    check_requantize_channels_last<qk::FixedPointDoubleRounding, std::uint8_t>(k, fixed, QM{1 << 30, 2});
+    check_requantize_channels_last<qk::FixedPointDoubleRounding, std::int16_t>(k, fixed, QM{1 << 30, 2});
+    check_requantize_channels_last<qk::FixedPointDoubleRounding, std::int32_t>(k, fixed, QM{1 << 30, 2});
+    check_requantize_channels_last<qk::FixedPointSingleRounding, std::int8_t>(k, single, QM{1 << 30, 1});
+    check_requantize_channels_last<qk::DoubleShift, std::int8_t>(k, shifts, qk::DoubleShift::make(1.2));
+    check_requantize_channels_last<qk::FloatMultiplier<qk::RoundHalfEven>, std::int8_t>(k, floats, qk::FloatScale{3.5f});
+    check_requantize_channels_last<qk::FloatMultiplier<qk::RoundHalfAway>, std::uint8_t>(k, floats, qk::FloatScale{3.5f});
+    check_requantize_channels_last<qk::FloatMultiplier<qk::RoundFloor>, std::int16_t>(k, floats, qk::FloatScale{3.5f});
+    check_requantize_channels_last<qk::FloatMultiplier<qk::RoundHalfEven>, std::uint16_t>(k, floats, qk::FloatScale{3.5f});
+  });
+}
+
 // Every kernel case of check_requantize_case runs PreparedRequantize too (contiguous and
 // strided outputs); here its checks and its copies.
 TEST_CASE("simd: PreparedRequantize checks its parameters once and its views per call") {

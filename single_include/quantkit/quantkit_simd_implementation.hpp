@@ -2420,7 +2420,8 @@ template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
-// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows).
+// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows); as
+// Runs::element_rows, element i of run k has the parameters at + k * dat + i instead.
 template <class In, class Out>
 using RowsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
                         std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat);
@@ -2434,6 +2435,9 @@ struct Runs {
   const void* args;
   bool staging;
   RowsFn<In, Out> rows = nullptr;  // optional: ConstantRuns in one call
+  // optional: contiguous rows of per-element parameters (channels on the innermost axis) in
+  // one call, so that a kernel can prepare the channels' constants once for many rows
+  RowsFn<In, Out> element_rows = nullptr;
 };
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
@@ -2556,6 +2560,33 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
       ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
     return;
+  }
+  // Rows of per-element parameters (channels on the innermost axis: a GEMM's [batch,
+  // channels] output, NHWC maps): one call per matrix of the two innermost dimensions, or for
+  // the one row, when the kernel takes them together.
+  if (runs.element_rows != nullptr && !runs.staging && plan.inner == InnerParams::per_element &&
+      plan.in_stride[last] == 1 && plan.out_stride[last] == 1 && plan.shape[last] > 0) {
+    const auto n = static_cast<std::size_t>(plan.shape[last]);
+    if (plan.rank == 1) {
+      runs.element_rows(runs.args, x, 0, q, 0, 1, n, 0, 0);
+      return;
+    }
+    if (plan.param_div[last - 1] == 1) {
+      const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last - 1]);
+      const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan.out_stride[last - 1]);
+      const auto count = static_cast<std::size_t>(plan.shape[last - 1]);
+      const std::int64_t dat = plan.param_stride[last - 1];
+      if (plan.rank == 2) {
+        runs.element_rows(runs.args, x, sx, q, sq, count, n, 0, dat);
+        return;
+      }
+      Plan outer = plan;
+      outer.rank = plan.rank - 1;
+      ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
+        runs.element_rows(runs.args, x + in_off, sx, q + out_off, sq, count, n, base, dat);
+      });
+      return;
+    }
   }
   const PlanRows<In, Out> rows{&plan, x, q, &runs};
   ForEachRow(plan, rows);
@@ -6947,6 +6978,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include <hwy/highway.h>
@@ -8016,16 +8048,17 @@ struct FixedPointRowConstants {
   HWY_ALIGN std::int32_t right[64];
 };
 
-// Rows p0 + j * dp, j < m <= 64: their constants into t, and the bits of the rows off the fast
+// Rows p0 + j * dp, j < m <= 64: their constants into t's entries from `to` (a multiple of 64;
+// t: FixedPointRowConstants, or FixedPointLaneConstants), and the bits of the rows off the fast
 // path (bit j: row j's constants are not the fast path's, !FixedPointFast::ok). Whole vectors
 // of rows when contiguous (no MaskedLoad: Highway 1.0.3's needs aligned addresses below AVX2),
 // the rest one by one. The vectors decide without 64-bit lanes: with u = |2 zp + 1|,
 // s = right - 1, |c64| = u * 2^s, FixedPointFast's two int32 bounds on c64 -/+ |q| are
 // |c64| + |q| <= INT32_MAX, i.e. u <= (INT32_MAX - |q|) >> s. Single rounding and the double
 // shift (kFixedPointSingle): row by row (FixedPointFastOf).
-template <class Scheme>
+template <class Scheme, class Table>
 HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_t p0, std::size_t m, std::int64_t dp,
-                                            FixedPointRowConstants& t) {
+                                            Table& t, std::size_t to = 0) {
   const std::int32_t* HWY_RESTRICT kq = a.k[0];
   const std::int32_t* HWY_RESTRICT kl = a.k[1];
   const std::int32_t* HWY_RESTRICT kr = a.k[2];
@@ -8054,11 +8087,11 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
       const auto fits = hn::Not(hn::Lt(hn::BitCast(di, hn::operator>>(room, s)), u_abs));  // <= 2^31 - 1: signed
       const auto q_ok = kUnsignedMulHigh ? hn::Not(hn::Lt(q, zero)) : hn::Eq(zero, zero);
       bits |= MaskBits64(di, hn::Not(hn::And(hn::And(shape_ok, fits), q_ok))) << j;
-      hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
-      hn::Store(right, di, t.right + j);
-      hn::Store(c, di, t.c + j);
-      hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
-      hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
+      hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + to + j);  // StepMultiplier
+      hn::Store(right, di, t.right + to + j);
+      hn::Store(c, di, t.c + to + j);
+      hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + to + j);  // BiasClamp
+      hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + to + j);
 #if HWY_TARGET != HWY_SCALAR
       // nudge = b * q + 2^30 + c * 2^31 in int64 lanes, the rows in order: each half promoted
       // (MulEven multiplies the low halves of the int64 lanes, sign-extended)
@@ -8073,10 +8106,10 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
         // StepNudge (rows with q < 0 are off the fast path here)
         return kUnsignedMulHigh ? hn::Sub(hn::Add(n, n), hn::ShiftLeft<32>(hn::BitCast(du64, q64))) : n;
       };
-      hn::Store(nudge(hn::LowerHalf(dh, b), hn::LowerHalf(dh, q), hn::LowerHalf(dh, c)), du64, t.nudge + j);
-      hn::Store(nudge(hn::UpperHalf(dh, b), hn::UpperHalf(dh, q), hn::UpperHalf(dh, c)), du64, t.nudge + j + N / 2);
+      hn::Store(nudge(hn::LowerHalf(dh, b), hn::LowerHalf(dh, q), hn::LowerHalf(dh, c)), du64, t.nudge + to + j);
+      hn::Store(nudge(hn::UpperHalf(dh, b), hn::UpperHalf(dh, q), hn::UpperHalf(dh, c)), du64, t.nudge + to + j + N / 2);
 #else
-      t.nudge[j] = StepNudge(static_cast<std::uint64_t>(std::int64_t{hn::GetLane(b)} * hn::GetLane(q)) +
+      t.nudge[to + j] = StepNudge(static_cast<std::uint64_t>(std::int64_t{hn::GetLane(b)} * hn::GetLane(q)) +
                                  (std::uint64_t{1} << 30) + (static_cast<std::uint64_t>(std::int64_t{hn::GetLane(c)}) << 31),
                              hn::GetLane(q));
 #endif
@@ -8132,7 +8165,7 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
                                                  shl_w(zp_w, tt)));
         // StepNudge (rows with q < 0 are off the fast path on kUnsignedMulHigh's targets)
         const auto q_hi = hn::BitCast(du64, hn::ShiftLeft<32>(q));  // (uint32 q) << 32
-        hn::Store(kUnsignedMulHigh ? hn::Sub(hn::Add(n, n), q_hi) : n, du64, t.nudge + at);
+        hn::Store(kUnsignedMulHigh ? hn::Sub(hn::Add(n, n), q_hi) : n, du64, t.nudge + to + at);
         return MaskBits64(dw, hn::Not(ok));
       };
       for (; j + N <= m; j += N) {
@@ -8151,11 +8184,11 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
         }
         bits |= half(hn::LowerHalf(dh, k0), hn::LowerHalf(dh, k1), hn::LowerHalf(dh, b), j) << j;
         bits |= half(hn::UpperHalf(dh, k0), hn::UpperHalf(dh, k1), hn::UpperHalf(dh, b), j + N / 2) << (j + N / 2);
-        hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + j);  // StepMultiplier
-        hn::Store(right, di, t.right + j);
-        hn::Store(zero, di, t.c + j);
-        hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + j);  // BiasClamp
-        hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + j);
+        hn::Store(kUnsignedMulHigh ? hn::Add(q, q) : q, di, t.q + to + j);  // StepMultiplier
+        hn::Store(right, di, t.right + to + j);
+        hn::Store(zero, di, t.c + to + j);
+        hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, t.xlo + to + j);  // BiasClamp
+        hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, t.xhi + to + j);
       }
     }
   }
@@ -8164,12 +8197,12 @@ HWY_INLINE std::uint64_t FixedPointRowTable(const RequantizeArgs& a, std::int64_
     const std::int64_t p = p0 + static_cast<std::int64_t>(j) * dp;
     const FixedPointFast f = FixedPointFastOf<Scheme>(kq[p], kl[p], Scheme::kSlots > 2 ? kr[p] : 0, kb[p], a.zero_point);
     bits |= std::uint64_t{!f.ok} << j;
-    t.nudge[j] = f.nudge;
-    t.q[j] = f.q;
-    t.c[j] = f.c;
-    t.xlo[j] = f.xlo;
-    t.xhi[j] = f.xhi;
-    t.right[j] = f.right;
+    t.nudge[to + j] = f.nudge;
+    t.q[to + j] = f.q;
+    t.c[to + j] = f.c;
+    t.xlo[to + j] = f.xlo;
+    t.xhi[to + j] = f.xhi;
+    t.right[to + j] = f.right;
   }
   return bits;
 }
@@ -8235,6 +8268,321 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
   });
 }
 
+// ------------------------------ Channels on the innermost axis
+
+// Per-channel requantization whose channels lie along the row (a GEMM's or MatMul's [batch,
+// channels] accumulators, NHWC maps): every vector meets as many channels as lanes. The
+// per-element run loaded each vector's constants and took the scheme's general Apply (both
+// saturating adds, the rounding's selects): 12-22 % of per tensor's speed on AVX2 (Zen 4,
+// [256, 16..1024], fixed point and float). Here the fast paths' constants of a panel of up to
+// kElementPanel channels are made once for up to kElementRowBlock rows (a panel of 64 channels,
+// 64 rows at a time, made rows of 1024 channels 55 % of per tensor against 63 % with 256), and
+// each vector loads its lanes' constants next to its input. Rows of a few channels back to
+// back (NHWC maps of 16 or 24 channels) run as one stream whose constants repeat every
+// lcm(n, 4 N) values (ElementCycle).
+constexpr std::size_t kElementPanel = 256;
+constexpr std::size_t kElementRowBlock = 64;
+
+#if HWY_TARGET != HWY_SCALAR  // (one lane: the constant-parameter runs serve as well)
+
+// The fixed-point fast path's constants (FixedPointRowTable's) of a panel's channels, with
+// what the odd lanes' products need apart: each pair's odd multiplier in its even lane (where
+// Shuffle2301 puts the odd inputs) and the nudges of the even and of the odd channels, in the
+// order of the 64-bit lanes their products land in.
+struct FixedPointLaneConstants {
+  HWY_ALIGN std::int32_t q[kElementPanel];
+  HWY_ALIGN std::int32_t q_odd[kElementPanel];
+  HWY_ALIGN std::int32_t c[kElementPanel];
+  HWY_ALIGN std::int32_t xlo[kElementPanel];
+  HWY_ALIGN std::int32_t xhi[kElementPanel];
+  HWY_ALIGN std::int32_t right[kElementPanel];
+  HWY_ALIGN std::uint64_t nudge[kElementPanel];  // channel order (the pairs' come from it)
+  HWY_ALIGN std::uint64_t nudge_even[kElementPanel / 2];
+  HWY_ALIGN std::uint64_t nudge_odd[kElementPanel / 2];
+};
+
+// Entries m .. end - 1 of v: entry j - m (repeat: a stream of rows of m channels), else `none`.
+template <class T, std::size_t kSize>
+HWY_INLINE void FillLanes(T (&v)[kSize], std::size_t m, std::size_t end, bool repeat, T none) {
+  for (std::size_t j = m; j < end; ++j) v[j] = repeat ? v[j - m] : none;
+}
+
+// The constants of the m channels from `at` into entries 0 .. m - 1 of k, and entries m .. end
+// - 1 (end <= kElementPanel, even) as FillLanes' (neutral ones are computed, never stored);
+// false if a channel is off the fast path (FixedPointFast::ok).
+template <class Scheme>
+HWY_INLINE bool FixedPointLaneTable(const RequantizeArgs& a, std::int64_t at, std::size_t m, std::size_t end,
+                                    bool repeat, FixedPointLaneConstants& k) {
+  for (std::size_t j0 = 0; j0 < m; j0 += 64)
+    if (FixedPointRowTable<Scheme>(a, at + static_cast<std::int64_t>(j0), HWY_MIN(std::size_t{64}, m - j0), 1, k, j0) != 0)
+      return false;
+  FillLanes(k.q, m, end, repeat, 0);
+  FillLanes(k.c, m, end, repeat, 0);
+  FillLanes(k.xlo, m, end, repeat, kI32Min);
+  FillLanes(k.xhi, m, end, repeat, kI32Max);
+  FillLanes(k.right, m, end, repeat, 1);
+  FillLanes(k.nudge, m, end, repeat, std::uint64_t{0});
+  // (end: a multiple of the vectors' lanes)
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToUnsigned<hn::RepartitionToWide<decltype(di)>> du64;
+  const std::size_t N = hn::Lanes(di);
+  for (std::size_t j = 0; j < end; j += N) {
+    hn::Store(hn::DupOdd(hn::Load(di, k.q + j)), di, k.q_odd + j);
+    const auto lo = hn::Load(du64, k.nudge + j), hi = hn::Load(du64, k.nudge + j + N / 2);
+    hn::Store(hn::ConcatEven(du64, hi, lo), du64, k.nudge_even + j / 2);
+    hn::Store(hn::ConcatOdd(du64, hi, lo), du64, k.nudge_odd + j / 2);
+  }
+  return true;
+}
+
+// FixedPointStep::Apply with the constants of lanes j .. j + N - 1 of the table (kBiasBoth:
+// biases of either sign side by side).
+template <class DI, bool kClamp, bool kSingle>
+struct FixedPointLaneStep {
+  using V = hn::Vec<DI>;
+  const FixedPointLaneConstants& k;
+  V lo, hi;
+  HWY_INLINE FixedPointLaneStep(DI di, const FixedPointLaneConstants& constants, std::int32_t out_lo,
+                                std::int32_t out_hi)
+      : k(constants), lo(hn::Set(di, out_lo)), hi(hn::Set(di, out_hi)) {}
+  HWY_INLINE V operator()(DI di, V v, std::size_t j) const {
+    const V xc = hn::Min(hn::Max(v, hn::Load(di, k.xlo + j)), hn::Load(di, k.xhi + j));
+    const V g = High(di, xc, j);
+    const V h = kSingle ? g : hn::IfThenElse(hn::Lt(g, hn::Load(di, k.c + j)), hn::Sub(g, hn::Set(di, 1)), g);
+    const V r = hn::operator>>(h, hn::Load(di, k.right + j));
+    if constexpr (kClamp) {
+      return hn::Min(hn::Max(r, lo), hi);
+    } else {
+      return r;
+    }
+  }
+  // g = floor((xc * q + nudge) / 2^31) with each lane's q and nudge (FixedPointStep::High)
+  HWY_INLINE V High(DI di, V xc, std::size_t j) const {
+    const hn::RebindToUnsigned<Wide<DI>> du64;
+    const auto ne = hn::Load(du64, k.nudge_even + j / 2);
+    const auto no = hn::Load(du64, k.nudge_odd + j / 2);
+#if HWY_ARCH_X86 && (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+    const hn::RebindToUnsigned<DI> du;
+    const auto xu = hn::BitCast(du, hn::Xor(xc, hn::Set(di, kI32Min)));  // xc + 2^31
+    const auto te = hn::Add(hn::MulEven(xu, hn::BitCast(du, hn::Load(di, k.q + j))), ne);
+    const auto to = hn::Add(hn::MulEven(hn::BitCast(du, hn::ShiftRight<32>(hn::BitCast(du64, xu))),
+                                        hn::BitCast(du, hn::Load(di, k.q_odd + j))),
+                            no);
+    const __m512i join = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+    return V{_mm512_permutex2var_epi32(te.raw, join, to.raw)};
+#else
+    const auto te = hn::Add(hn::BitCast(du64, hn::MulEven(xc, hn::Load(di, k.q + j))), ne);
+    const auto to = hn::Add(hn::BitCast(du64, hn::MulEven(hn::Shuffle2301(xc), hn::Load(di, k.q_odd + j))), no);
+    return hn::OddEven(hn::BitCast(di, hn::Add(to, to)), hn::BitCast(di, hn::ShiftRight<31>(te)));
+#endif
+  }
+};
+
+// The float fast path's constants of a panel's channels (FloatStep's for kBiasBoth, per lane).
+struct FloatLaneConstants {
+  HWY_ALIGN float m[kElementPanel];
+  HWY_ALIGN std::int32_t bias[kElementPanel];
+  HWY_ALIGN std::int32_t xlo[kElementPanel];  // BiasClamp
+  HWY_ALIGN std::int32_t xhi[kElementPanel];
+};
+
+// FixedPointLaneTable for the float multiplier: false if a multiplier is not finite.
+HWY_INLINE bool FloatLaneTable(const RequantizeArgs& a, std::int64_t at, std::size_t m, std::size_t end, bool repeat,
+                               FloatLaneConstants& k) {
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  const std::size_t N = hn::Lanes(di);
+  const float* HWY_RESTRICT kf = a.kf + at;
+  const std::int32_t* HWY_RESTRICT kb = a.bias + at;
+  const auto zero = hn::Zero(di);
+  auto finite = hn::Eq(zero, zero);
+  std::size_t j = 0;
+  for (; j + N <= m; j += N) {
+    const auto f = hn::LoadU(df, kf + j);
+    const auto b = hn::LoadU(di, kb + j);
+    finite = hn::And(finite, hn::RebindMask(di, hn::IsFinite(f)));
+    hn::Store(f, df, k.m + j);
+    hn::Store(b, di, k.bias + j);
+    hn::Store(hn::Sub(hn::Set(di, kI32Min), hn::Min(b, zero)), di, k.xlo + j);  // BiasClamp
+    hn::Store(hn::Sub(hn::Set(di, kI32Max), hn::Max(b, zero)), di, k.xhi + j);
+  }
+  bool all = hn::AllTrue(di, finite);
+  for (; j < m; ++j) {
+    const BiasClamp bc(kb[j]);
+    all &= std::isfinite(kf[j]);
+    k.m[j] = kf[j];
+    k.bias[j] = kb[j];
+    k.xlo[j] = bc.lo;
+    k.xhi[j] = bc.hi;
+  }
+  FillLanes(k.m, m, end, repeat, 0.0f);
+  FillLanes(k.bias, m, end, repeat, 0);
+  FillLanes(k.xlo, m, end, repeat, kI32Min);
+  FillLanes(k.xhi, m, end, repeat, kI32Max);
+  return all;
+}
+
+// n values at x (to q) through step(di, v, o) with table offsets o that start at 0 and wrap
+// at `cycle` (a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
+// as one block of masked loads into a buffer (kMaskedRowTail's targets; elsewhere the caller
+// leaves no rest). Returns the values done.
+template <class Out, class DI, class Step, class Store>
+HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
+                                  Out* HWY_RESTRICT q, std::size_t n, std::size_t cycle) {
+  const std::size_t N = hn::Lanes(di);
+  std::size_t j = 0, o = 0;
+  for (; j + 4 * N <= n; j += 4 * N) {
+    const auto r0 = step(di, hn::LoadU(di, x + j), o);
+    const auto r1 = step(di, hn::LoadU(di, x + j + N), o + N);
+    const auto r2 = step(di, hn::LoadU(di, x + j + 2 * N), o + 2 * N);
+    const auto r3 = step(di, hn::LoadU(di, x + j + 3 * N), o + 3 * N);
+    store(r0, r1, r2, r3, q + j);
+    o = o + 4 * N == cycle ? 0 : o + 4 * N;
+  }
+  if constexpr (kMaskedRowTail) {
+    if (j == n) return n;
+    const std::size_t rem = n - j;
+    const auto part = [&](std::size_t v) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      const std::size_t at = j + v * N;
+      return step(di, rem >= (v + 1) * N ? hn::LoadU(di, x + at) : hn::MaskedLoad(hn::FirstN(di, rem - v * N), di, x + at),
+                  o + v * N);
+    };
+    const auto r0 = part(0);
+    const auto r1 = rem > N ? part(1) : r0;
+    const auto r2 = rem > 2 * N ? part(2) : r0;
+    const auto r3 = rem > 3 * N ? part(3) : r0;
+    HWY_ALIGN Out buf[4 * kMaxLanes<std::int32_t>];
+    store(r0, r1, r2, r3, buf);
+    CopyFirst(buf, q + j, rem);
+    return n;
+  }
+  return j;
+}
+
+// Rows of n channels (row k at x + k * sx, its channel j's parameters at at + j) through
+// table(at_j, m, end, repeat) (the constants of m channels from at_j; false: off the fast path)
+// and run(x, q, n, cycle) (ElementRun with the step on that table). Back-to-back rows whose
+// constants repeat within a table's lcm(n, 4 N) <= kElementPanel values: one stream (rows of 16
+// channels on AVX2 ran at 37 % of per tensor as a block's masked rest each); else panels of up
+// to kElementPanel channels over blocks of kElementRowBlock rows (all rows for one panel). What
+// the fast path does not take goes through the per-element run.
+template <class Out, class Scheme, class Table, class Run>
+HWY_INLINE void ElementRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                            std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at, const Table& table,
+                            const Run& run) {
+  const std::size_t N = hn::Lanes(hn::ScalableTag<std::int32_t>());
+  const auto per_element = [&](const std::int32_t* xr, Out* qr, std::size_t m, std::int64_t atj) {
+    RequantizeRun<Out, Scheme, true>(&a, xr, qr, m, atj);
+  };
+  const auto un = static_cast<std::ptrdiff_t>(n);
+  const std::size_t cycle = std::lcm(n, 4 * N);
+  if (kMaskedRowTail && count > 1 && sx == un && sq == un && cycle <= kElementPanel) {
+    if (!table(at, n, cycle, true)) {
+      for (std::size_t r = 0; r < count; ++r) per_element(x + r * n, q + r * n, n, at);
+      return;
+    }
+    run(x, q, count * n, cycle);
+    return;
+  }
+  if (count == 1) {  // (a panel's constants for one row cost more than the per-element run)
+    per_element(x, q, n, at);
+    return;
+  }
+  const std::size_t block = n <= kElementPanel ? count : kElementRowBlock;
+  for (std::size_t r0 = 0; r0 < count; r0 += block) {
+    const std::size_t rows = HWY_MIN(block, count - r0);
+    for (std::size_t j0 = 0; j0 < n; j0 += kElementPanel) {
+      const std::size_t m = HWY_MIN(kElementPanel, n - j0);
+      const std::int64_t atj = at + static_cast<std::int64_t>(j0);
+      const bool fast = table(atj, m, hwy::RoundUpTo(m, kMaxLanes<std::int32_t>), false);
+      for (std::size_t r = r0; r < r0 + rows; ++r) {
+        const std::int32_t* xr = x + static_cast<std::ptrdiff_t>(r) * sx + static_cast<std::ptrdiff_t>(j0);
+        Out* qr = q + static_cast<std::ptrdiff_t>(r) * sq + static_cast<std::ptrdiff_t>(j0);
+        const std::size_t done = fast ? run(xr, qr, m, ~std::size_t{0}) : 0;
+        if (done < m) per_element(xr + done, qr + done, m - done, atj + static_cast<std::int64_t>(done));
+      }
+    }
+  }
+  (void)N;
+}
+
+// Fixed point (double rounding, single rounding, N2D2's double shift), ordinary stores.
+template <class Out, bool kClamp, class Scheme>
+HWY_NOINLINE void FixedPointElementRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                                        std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at) {
+  const hn::ScalableTag<std::int32_t> di;
+  FixedPointLaneConstants k;
+  const FixedPointLaneStep<decltype(di), kClamp, kFixedPointSingle<Scheme>> step(di, k, a.lo, a.hi);
+  const auto store = [&](auto r0, auto r1, auto r2, auto r3, Out* to) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+    StoreQuantized4<Out, false>(di, r0, r1, r2, r3, NoZeroPoint(), to);
+  };
+  ElementRows<Out, Scheme>(
+      a, x, sx, q, sq, count, n, at,
+      [&](std::int64_t atj, std::size_t m, std::size_t end, bool repeat) {
+        return FixedPointLaneTable<Scheme>(a, atj, m, end, repeat, k);
+      },
+      [&](const std::int32_t* xr, Out* qr, std::size_t m, std::size_t cycle) QUANTKIT_LAMBDA_INLINE {
+        return ElementRun<Out>(di, step, store, xr, qr, m, cycle);
+      });
+}
+
+// Float multiplier (FloatStep with each lane's multiplier, bias and bias clamp), ordinary stores.
+template <class Out, class Scheme>
+HWY_NOINLINE void FloatElementRows(const RequantizeArgs& a, const std::int32_t* x, std::ptrdiff_t sx, Out* q,
+                                   std::ptrdiff_t sq, std::size_t count, std::size_t n, std::int64_t at) {
+  using Round = typename Scheme::Round;
+  const hn::ScalableTag<std::int32_t> di;
+  const hn::RebindToFloat<decltype(di)> df;
+  FloatLaneConstants k;
+  WithFloatStore<Out>(a, [&] { return SmallMultipliers(a.kf + at, n, 1); }, [&](auto clamps, const auto& store4) {
+    using Step = FloatStep<decltype(di), Round, kBiasBoth, decltype(clamps)::value>;
+    const Step base(di, 1.0f, 0, a.lo - a.zero_point, a.hi - a.zero_point);
+    const auto step = [&](decltype(di), hn::Vec<decltype(di)> v, std::size_t j) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      Step s = base;
+      s.m = hn::Load(df, k.m + j);
+      s.bias = hn::Load(di, k.bias + j);
+      s.xlo = hn::Load(di, k.xlo + j);
+      s.xb = hn::Load(di, k.xhi + j);
+      return s.Apply(di, v);
+    };
+    const auto store = [&](auto r0, auto r1, auto r2, auto r3, Out* to) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+      store4(std::false_type(), r0, r1, r2, r3, to);
+    };
+    ElementRows<Out, Scheme>(
+        a, x, sx, q, sq, count, n, at,
+        [&](std::int64_t atj, std::size_t m, std::size_t end, bool repeat) {
+          return FloatLaneTable(a, atj, m, end, repeat, k);
+        },
+        [&](const std::int32_t* xr, Out* qr, std::size_t m, std::size_t cycle) QUANTKIT_LAMBDA_INLINE {
+          return ElementRun<Out>(di, step, store, xr, qr, m, cycle);
+        });
+  });
+}
+
+// Runs::element_rows: rows of per-element parameters (row k's element j at at + k * dat + j).
+// Rows sharing their parameters (dat == 0: channels on the innermost axis) take the panels of
+// the fixed-point and float fast paths where the call's output bounds allow them (as
+// RequantizeRows); others the per-element run row by row.
+template <class Out, class Scheme>
+void RequantizeElementRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                           std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const RequantizeArgs& a = *static_cast<const RequantizeArgs*>(args);
+  const bool blocks = std::int64_t{a.lo} - a.zero_point >= kI32Min && std::int64_t{a.hi} - a.zero_point <= kI32Max;
+  if (dat == 0 && blocks) {
+    if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme>) {
+      if (a.lo == std::numeric_limits<Out>::min() && a.hi == std::numeric_limits<Out>::max())
+        return FixedPointElementRows<Out, false, Scheme>(a, x, sx, q, sq, count, n, at);
+      return FixedPointElementRows<Out, true, Scheme>(a, x, sx, q, sq, count, n, at);
+    }
+    if constexpr (Scheme::kFloat) {
+      if (FloatBoundsExact(a.lo - a.zero_point, a.hi - a.zero_point))
+        return FloatElementRows<Out, Scheme>(a, x, sx, q, sq, count, n, at);
+    }
+  }
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat) RequantizeRun<Out, Scheme, true>(args, x, q, n, at);
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // Short rows with constant parameters (per-channel rows of small images): one call for all,
 // a lean loop of whole 4-vector blocks per row; the rest of a row goes out of line.
 template <class Out, class Scheme>
@@ -8266,10 +8614,25 @@ void RequantizeRows(const void* args, const std::int32_t* x, std::ptrdiff_t sx, 
   }
 }
 
+// Runs::element_rows only for the schemes with a fast path (the others' would be the loop
+// RunPlan makes).
+template <class Out, class Scheme>
+constexpr RowsFn<std::int32_t, Out> ElementRowsOf() {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same<Scheme, RqFixedPointDouble>::value || kFixedPointSingle<Scheme> || Scheme::kFloat)
+    return &RequantizeElementRows<Out, Scheme>;
+#endif
+  return nullptr;
+}
+
 template <class Out, class Scheme>
 HWY_INLINE void RequantizeWith(const RequantizeArgs& a) {
   const Runs<std::int32_t, Out> runs{&RequantizeRun<Out, Scheme, false>,
-                                     &RequantizeRun<Out, Scheme, true>, &a, false, &RequantizeRows<Out, Scheme>};
+                                     &RequantizeRun<Out, Scheme, true>,
+                                     &a,
+                                     false,
+                                     &RequantizeRows<Out, Scheme>,
+                                     ElementRowsOf<Out, Scheme>()};
   RunPlan(a.plan, a.acc, static_cast<Out*>(a.out), runs);
   if (a.stream) hwy::FlushStream();
 }

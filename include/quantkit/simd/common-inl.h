@@ -79,7 +79,8 @@ template <class In, class Out>
 using RunFn = void (*)(const void* args, const In* x, Out* q, std::size_t n, std::int64_t at);
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
-// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows).
+// q + k * sq with parameters at + k * dat (a kernel's own loop over short rows); as
+// Runs::element_rows, element i of run k has the parameters at + k * dat + i instead.
 template <class In, class Out>
 using RowsFn = void (*)(const void* args, const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
                         std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat);
@@ -93,6 +94,9 @@ struct Runs {
   const void* args;
   bool staging;
   RowsFn<In, Out> rows = nullptr;  // optional: ConstantRuns in one call
+  // optional: contiguous rows of per-element parameters (channels on the innermost axis) in
+  // one call, so that a kernel can prepare the channels' constants once for many rows
+  RowsFn<In, Out> element_rows = nullptr;
 };
 
 // `count` contiguous runs of n elements with constant parameters, run k at x + k * sx and
@@ -215,6 +219,33 @@ void RunPlan(const Plan& plan, const In* x, Out* q, const Runs<In, Out>& runs) {
       ConstantRuns(runs, x + in_off, sx, q + out_off, sq, count, n, base, dat);
     });
     return;
+  }
+  // Rows of per-element parameters (channels on the innermost axis: a GEMM's [batch,
+  // channels] output, NHWC maps): one call per matrix of the two innermost dimensions, or for
+  // the one row, when the kernel takes them together.
+  if (runs.element_rows != nullptr && !runs.staging && plan.inner == InnerParams::per_element &&
+      plan.in_stride[last] == 1 && plan.out_stride[last] == 1 && plan.shape[last] > 0) {
+    const auto n = static_cast<std::size_t>(plan.shape[last]);
+    if (plan.rank == 1) {
+      runs.element_rows(runs.args, x, 0, q, 0, 1, n, 0, 0);
+      return;
+    }
+    if (plan.param_div[last - 1] == 1) {
+      const std::ptrdiff_t sx = static_cast<std::ptrdiff_t>(plan.in_stride[last - 1]);
+      const std::ptrdiff_t sq = static_cast<std::ptrdiff_t>(plan.out_stride[last - 1]);
+      const auto count = static_cast<std::size_t>(plan.shape[last - 1]);
+      const std::int64_t dat = plan.param_stride[last - 1];
+      if (plan.rank == 2) {
+        runs.element_rows(runs.args, x, sx, q, sq, count, n, 0, dat);
+        return;
+      }
+      Plan outer = plan;
+      outer.rank = plan.rank - 1;
+      ForEachRow(outer, [&](std::int64_t in_off, std::int64_t out_off, std::int64_t base) {
+        runs.element_rows(runs.args, x + in_off, sx, q + out_off, sq, count, n, base, dat);
+      });
+      return;
+    }
   }
   const PlanRows<In, Out> rows{&plan, x, q, &runs};
   ForEachRow(plan, rows);
