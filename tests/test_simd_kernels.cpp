@@ -1128,14 +1128,16 @@ void check_requantize_channels_last(const qks::Kernels& k, const std::vector<typ
       for (int variant = 0; variant < 4; ++variant) {
         // 0: contiguous; 1: rows padded apart; 2: ReLU-like clamp, and a channel off the fast
         // path in the last panel (for 513 channels: the first panel and the second keep it);
-        // 3: rank 3, {2, batch, channels}
+        // 3: rank 3, {2, batch, channels}, the two matrices padded apart (not merged: a call per
+        // matrix)
         const auto c_count = static_cast<std::size_t>(channels);
-        std::vector<typename Scheme::Constants> constants(c_count);
-        for (std::size_t c = 0; c < c_count; ++c) constants[c] = fast[(c * 3 + 1) % fast.size()];
-        if (variant == 2) constants[c_count - 1 - c_count / 7] = slow;
-        const std::int32_t zp = out.qmin < 0 ? -3 : 20;
         qk::RequantParams<Scheme> p;
-        p.constants = constants;
+        // filled in place: GCC 12 at -O3 takes a copy-assignment into the empty vector for a
+        // memmove to null (-Wnonnull)
+        p.constants.resize(c_count);
+        for (std::size_t c = 0; c < c_count; ++c) p.constants[c] = fast[(c * 3 + 1) % fast.size()];
+        if (variant == 2) p.constants[c_count - 1 - c_count / 7] = slow;
+        const std::int32_t zp = out.qmin < 0 ? -3 : 20;
         p.output_zero_point = zp;
         p.clamp_min = variant == 2 ? zp : out.qmin;
         p.clamp_max = variant == 2 ? static_cast<std::int32_t>(std::min<std::int64_t>(out.qmax, zp + 60)) : out.qmax;
@@ -1150,8 +1152,9 @@ void check_requantize_channels_last(const qks::Kernels& k, const std::vector<typ
         }
         const std::int64_t pad = variant == 1 ? 5 : 0;
         const qk::Dims shape = variant == 3 ? qk::Dims{2, batch, channels} : qk::Dims{batch, channels};
-        const qk::Dims strides = variant == 3 ? qk::Dims{batch * channels, channels, 1} : qk::Dims{channels + pad, 1};
-        const auto size = static_cast<std::size_t>((variant == 3 ? 2 : 1) * batch * (channels + pad));
+        const qk::Dims strides =
+            variant == 3 ? qk::Dims{batch * channels + 3, channels, 1} : qk::Dims{channels + pad, 1};
+        const auto size = static_cast<std::size_t>(variant == 3 ? 2 * (batch * channels + 3) : batch * (channels + pad));
         std::vector<std::int32_t> acc = simd_test::accumulators(size, static_cast<std::uint32_t>(size + variant));
         for (std::size_t i = 0; i < size; i += 7) acc[i] = (i / 7) % 2 ? simd_test::kI32Max - static_cast<std::int32_t>(i % 5)
                                                                         : simd_test::kI32Min + static_cast<std::int32_t>(i % 5);

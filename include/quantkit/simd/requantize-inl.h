@@ -1314,13 +1314,14 @@ HWY_NOINLINE void FixedPointRows(const RequantizeArgs& a, const std::int32_t* x,
 // Per-channel requantization whose channels lie along the row (a GEMM's or MatMul's [batch,
 // channels] accumulators, NHWC maps): every vector meets as many channels as lanes. The
 // per-element run loaded each vector's constants and took the scheme's general Apply (both
-// saturating adds, the rounding's selects): 12-22 % of per tensor's speed on AVX2 (Zen 4,
-// [256, 16..1024], fixed point and float). Here the fast paths' constants of a panel of up to
-// kElementPanel channels are made once for up to kElementRowBlock rows (a panel of 64 channels,
-// 64 rows at a time, made rows of 1024 channels 55 % of per tensor against 63 % with 256), and
-// each vector loads its lanes' constants next to its input. Rows of a few channels back to
-// back (NHWC maps of 16 or 24 channels) run as one stream whose constants repeat every
-// lcm(n, 4 N) values (ElementCycle).
+// saturating adds, the rounding's selects): 13-22 % of per tensor's speed on AVX2 (Zen 4,
+// [256, 16..1024], fixed point and float; 1 % for 3 channels). Here the fast paths' constants
+// of a panel of up to kElementPanel channels are made once for up to kElementRowBlock rows (a
+// panel of 64 channels, 64 rows at a time, made rows of 1024 channels 55 % of per tensor
+// against 63 % with 256), and each vector loads its lanes' constants next to its input. Rows of
+// a few channels back to back (NHWC maps of 16 or 24 channels) run as one stream whose
+// constants repeat every lcm(n, 4 N) values; one row (batch 1) keeps the per-element run
+// (ElementRows).
 constexpr std::size_t kElementPanel = 256;
 constexpr std::size_t kElementRowBlock = 64;
 
@@ -1465,8 +1466,8 @@ HWY_INLINE bool FloatLaneTable(const RequantizeArgs& a, std::int64_t at, std::si
 
 // n values at x (to q) through step(di, v, o) with table offsets o that start at 0 and wrap
 // at `cycle` (a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
-// as one block of masked loads into a buffer (kMaskedRowTail's targets; elsewhere the caller
-// leaves no rest). Returns the values done.
+// as one block of masked loads into a buffer on kMaskedRowTail's targets (elsewhere the rest is
+// the caller's). Returns the values done.
 template <class Out, class DI, class Step, class Store>
 HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, const std::int32_t* HWY_RESTRICT x,
                                   Out* HWY_RESTRICT q, std::size_t n, std::size_t cycle) {
@@ -1544,7 +1545,6 @@ HWY_INLINE void ElementRows(const RequantizeArgs& a, const std::int32_t* x, std:
       }
     }
   }
-  (void)N;
 }
 
 // Fixed point (double rounding, single rounding, N2D2's double shift), ordinary stores.
