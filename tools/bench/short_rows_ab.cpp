@@ -8,8 +8,9 @@
 // (AVX2: -march=x86-64-v3 -maes -mpclmul, QuantizeFlatRowsAvx2; alternate several times: on a
 // noisy VM both granularities' rates move together, so compare the per-channel % of per tensor.)
 // Arguments: row length L (default 49), rows (1024), output (0 int8, 1 int16, 2 fake-quantize
-// int8). Prints the best of 300 windows of 20 calls for both granularities (Gelem/s) and a hash
-// of the per-channel output: two builds must print the same hash. Not part of the build.
+// int8, 3 dequantize int8 -> f32: DequantizeRows). Prints the best of 300 windows of 20 calls
+// for both granularities (Gelem/s) and a hash of the per-channel output: two builds must print
+// the same hash. Not part of the build.
 #include <quantkit/simd/api.hpp>
 
 #include <chrono>
@@ -54,8 +55,8 @@ int main(int argc, char** argv) {
   const long len = argc > 1 ? std::atol(argv[1]) : 49;
   const long rows_arg = argc > 2 ? std::atol(argv[2]) : 1024;
   const int output = argc > 3 ? std::atoi(argv[3]) : 0;
-  if (len < 1 || rows_arg < 1 || output < 0 || output > 2) {
-    std::fprintf(stderr, "usage: %s [row length >= 1] [rows >= 1] [output 0 int8 | 1 int16 | 2 fake]\n", argv[0]);
+  if (len < 1 || rows_arg < 1 || output < 0 || output > 3) {
+    std::fprintf(stderr, "usage: %s [row length >= 1] [rows >= 1] [output 0 int8 | 1 int16 | 2 fake | 3 dequantize int8]\n", argv[0]);
     return 2;
   }
   const auto L = static_cast<std::size_t>(len), rows = static_cast<std::size_t>(rows_arg);
@@ -82,13 +83,18 @@ int main(int argc, char** argv) {
     per_channel = best_gelems([&] { qs::quantize_per_channel(x.data(), rows, L, 0, scales.data(), zero_points.data(), q16.data()); }, n);
     hash = hash_of(q16);
     per_tensor = best_gelems([&] { qs::quantize(x.data(), n, scales[0], zero_points[0], q16.data()); }, n);
+  } else if (output == 3) {
+    for (std::size_t i = 0; i < n; ++i) q8[i] = static_cast<std::int8_t>(static_cast<int>(gen() % 256) - 128);
+    per_channel = best_gelems([&] { qs::dequantize_per_channel(q8.data(), rows, L, 0, scales.data(), zero_points.data(), y.data()); }, n);
+    hash = hash_of(y);
+    per_tensor = best_gelems([&] { qs::dequantize(q8.data(), n, scales[0], zero_points[0], y.data()); }, n);
   } else {
     const auto options = qs::QuantizeOptions{}.with_range(quantkit::IntRange{-128, 127});
     per_channel = best_gelems([&] { qs::fake_quantize_per_channel(x.data(), rows, L, 0, scales.data(), zero_points.data(), options, y.data()); }, n);
     hash = hash_of(y);
     per_tensor = best_gelems([&] { qs::fake_quantize(x.data(), n, scales[0], zero_points[0], options, y.data()); }, n);
   }
-  static const char* const names[] = {"int8", "int16", "fake-quantize"};
+  static const char* const names[] = {"int8", "int16", "fake-quantize", "dequantize int8"};
   std::printf("rows of %zu x %zu, %s: per channel %.2f Gelem/s, per tensor %.2f (%.0f %%), output hash %016llx\n", L, rows,
               names[output], per_channel, per_tensor, 100 * per_channel / per_tensor, hash);
 }

@@ -33,7 +33,10 @@
 // constants[c].shift) and the value, before any output is written: scales not finite and > 0,
 // zero points outside the quantization range (quantize) or the input type (raw dequantize),
 // fixed-point shifts where the arithmetic is undefined (beyond [-62, 32], single rounding
-// [-32, 30]).
+// [-32, 30]). An output must not overlap its input, not even exactly (in place): the kernels
+// read and write through restrict pointers, and a row's last vector may be computed again
+// from the input over values already stored (for in-place use, a copy first, as
+// ptq::FakeQuantMode does).
 #pragma once
 
 #include <algorithm>
