@@ -13,7 +13,8 @@
 // per-channel output: two builds must print the same hash. Not part of the build.
 #include <quantkit/simd/api.hpp>
 
-#include <chrono>
+#include "ab_common.hpp"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -26,24 +27,8 @@ namespace {
 namespace qk = quantkit;
 namespace qs = quantkit::simd;
 
-template <class F>
-double best_gelems(F&& call, std::size_t n) {
-  constexpr int kCalls = 20;
-  double best = 1e30;
-  for (int w = 0; w < 300; ++w) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int c = 0; c < kCalls; ++c) call();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / kCalls;
-    if (s < best) best = s;
-  }
-  return static_cast<double>(n) / best * 1e-9;
-}
-
-unsigned long long hash_of(const std::vector<std::int8_t>& v) {
-  unsigned long long h = 1469598103934665603ull;
-  for (const std::int8_t e : v) h = (h ^ static_cast<unsigned char>(e)) * 1099511628211ull;
-  return h;
-}
+using ab::best_gelems;
+using ab::hash_of;
 
 template <class Scheme>
 void run(std::size_t L, std::size_t rows, int axis, const char* name) {
