@@ -1661,6 +1661,12 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> LoadAsInt32(D d, const In* HWY_RESTRIC
   }
 }
 
+// Dequantize's vector: (q - z) * s for the N values at q.
+template <class In, class D, class VI, class V>
+HWY_INLINE V DequantizeVec(D d, const In* HWY_RESTRICT q, VI z, V s) {
+  return hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q), z)), s);
+}
+
 // The whole vectors of a run with constant parameters, in blocks of 4 while they last; returns
 // the elements done.
 template <class In, bool kStream>
@@ -1674,17 +1680,17 @@ HWY_INLINE std::size_t DequantizeBlocks4(const In* HWY_RESTRICT q, float* HWY_RE
   const auto z = hn::Set(di, zero);
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
-    const V y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i), z)), s);
-    const V y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + N), z)), s);
-    const V y2 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + 2 * N), z)), s);
-    const V y3 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i + 3 * N), z)), s);
+    const V y0 = DequantizeVec(d, q + i, z, s);
+    const V y1 = DequantizeVec(d, q + i + N, z, s);
+    const V y2 = DequantizeVec(d, q + i + 2 * N, z, s);
+    const V y3 = DequantizeVec(d, q + i + 3 * N, z, s);
     StoreVec<kStream>(y0, d, x + i);
     StoreVec<kStream>(y1, d, x + i + N);
     StoreVec<kStream>(y2, d, x + i + 2 * N);
     StoreVec<kStream>(y3, d, x + i + 3 * N);
   }
   for (; i + N <= n; i += N)  // then single vectors (short rows), ordinary stores
-    hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i), z)), s), d, x + i);
+    hn::StoreU(DequantizeVec(d, q + i, z, s), d, x + i);
   return i;
 }
 
@@ -1727,8 +1733,7 @@ HWY_INLINE void DequantizeRunBody(const void* args, const In* q, float* x, std::
       s = hn::LoadU(d, ps + i);
       z = hn::LoadU(di, pz + i);
     }
-    const VI v = hn::Sub(LoadAsInt32(d, q + i), z);
-    hn::StoreU(hn::Mul(hn::ConvertTo(d, v), s), d, x + i);
+    hn::StoreU(DequantizeVec(d, q + i, z, s), d, x + i);
   }
   if (i == n) return;
   const std::size_t rem = n - i;
@@ -1745,8 +1750,7 @@ HWY_INLINE void DequantizeRunBody(const void* args, const In* q, float* x, std::
     s = hn::Load(d, sb);
     z = hn::Load(di, zb);
   }
-  const VI v = hn::Sub(LoadAsInt32(d, qb), z);
-  hn::Store(hn::Mul(hn::ConvertTo(d, v), s), d, xb);
+  hn::Store(DequantizeVec(d, qb, z, s), d, xb);
   std::memcpy(x + i, xb, rem * sizeof(float));
 }
 
@@ -1775,8 +1779,8 @@ HWY_INLINE std::size_t DequantizeRowPairs(const DequantizeArgs& a, const In*& q,
     const In* q1 = q + sq;
     float* x1 = x + sx;
     for (std::size_t v = 0; v < kVecs; ++v) {
-      const auto y0 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + v * N), z0)), s0);
-      const auto y1 = hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q1 + v * N), z1)), s1);
+      const auto y0 = DequantizeVec(d, q + v * N, z0, s0);
+      const auto y1 = DequantizeVec(d, q1 + v * N, z1, s1);
       StoreVec<kStream>(y0, d, x + v * N);
       StoreVec<kStream>(y1, d, x1 + v * N);
     }
@@ -1820,7 +1824,7 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
     // before when partial, rewriting the same values; only where q and x share no byte, as
     // they should). Against the blocks below, with the last partial vector through
     // DequantizeRun's buffers (AVX2) or masked (AVX-512), per channel of per tensor on Zen 4,
-    // 1024 rows of int8: AVX2 rows of 49 16 -> 73 %, 20 35 -> 49 %, 9 3 -> 28 %; AVX-512 rows
+    // 1024 rows of int8: AVX2 rows of 49 16 -> 73 %, 20 6 -> 49 %, 9 3 -> 28 %; AVX-512 rows
     // of 49 68 -> 72 %, 20 42 -> 50 % (tools/bench/short_rows_ab.cpp; two rows per step: 58 %).
     if (n >= N && n < 8 * N) {
       const hn::RebindToSigned<decltype(d)> dz;
@@ -1828,8 +1832,8 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
         const auto s = hn::Set(d, a.scale[at]);
         const auto z = hn::Set(dz, a.zero[at]);
         std::size_t i = 0;
-        for (; i + N < n; i += N) hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + i), z)), s), d, x + i);
-        hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + n - N), z)), s), d, x + n - N);
+        for (; i + N < n; i += N) hn::StoreU(DequantizeVec(d, q + i, z, s), d, x + i);
+        hn::StoreU(DequantizeVec(d, q + n - N, z, s), d, x + n - N);
       }
     }
     for (; k < count; ++k, q += sq, x += sx, at += dat) {
@@ -1852,8 +1856,7 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
       if (i < n) {
         if (n >= N && Disjoint(q, n, x)) {
           const auto z = hn::Set(hn::RebindToSigned<decltype(d)>(), a.zero[at]);
-          hn::StoreU(hn::Mul(hn::ConvertTo(d, hn::Sub(LoadAsInt32(d, q + n - N), z)), hn::Set(d, a.scale[at])), d,
-                     x + n - N);
+          hn::StoreU(DequantizeVec(d, q + n - N, z, hn::Set(d, a.scale[at])), d, x + n - N);
         } else {
           DequantizeRun<In, false>(args, q + i, x + i, n - i, at);
         }
