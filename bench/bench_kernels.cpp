@@ -31,6 +31,8 @@
 //   --qk_requant_positive_biases     those layers' biases all >= 0 (no sign to mispredict)
 //   --qk_channel_len=L               per-channel rows of L values (n / L rows) instead of 64
 //                                    rows: e.g. 49 with --qk_sizes=3136,12544,50176
+//   --qk_channels_last=C             per-channel cases [n / C, C] with the channels on axis 1
+//                                    (GEMM outputs, NHWC); no plain loop for them
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -115,7 +117,7 @@ std::string Case::variant() const {
 std::size_t Case::param_count() const {
   switch (gran) {
     case Gran::per_tensor: return 1;
-    case Gran::per_channel: return rows;
+    case Gran::per_channel: return axis == 1 ? row_len : rows;
     case Gran::per_group: return rows * ((row_len + kBlock - 1) / kBlock);
   }
   return 1;
@@ -137,7 +139,12 @@ void set_shape(Case& c, std::size_t n) {
   switch (c.gran) {
     case Gran::per_tensor: c.rows = 1; c.row_len = n; break;
     case Gran::per_channel:
-      if (channel_len() != 0) {  // rows of that length, whole rows only
+      if (channels_last() != 0) {  // [n / C, C], channels on axis 1; whole rows only
+        c.axis = 1;
+        c.row_len = channels_last();
+        c.rows = n / c.row_len;
+        if (c.rows * c.row_len != n) c.row_len = 0;
+      } else if (channel_len() != 0) {  // rows of that length, whole rows only
         c.rows = n / channel_len();
         c.row_len = c.rows * channel_len() == n ? channel_len() : 0;
       } else {
@@ -241,7 +248,8 @@ std::map<std::string, CaseParams>& bench_params() {
 // Fills the buffers and parameters of a case over an arena.
 Case bind(Case c, Arena& a, std::map<std::string, CaseParams>& param_cache) {
   const std::string key = std::string(c.op == Op::quantize_i16 ? "i16/" : "") + (c.bias ? "bias/" : "") +
-                          to_string(c.gran) + "/" + std::to_string(c.rows) + "x" + std::to_string(c.row_len);
+                          to_string(c.gran) + "/" + std::to_string(c.rows) + "x" + std::to_string(c.row_len) +
+                          "/axis" + std::to_string(c.axis);
   auto it = param_cache.find(key);
   if (it == param_cache.end()) it = param_cache.emplace(key, make_params(c)).first;
   c.params = &it->second;
@@ -270,7 +278,7 @@ qk::QuantParams quant_params(const Case& c) {
   p.range = qk::IntRange{c.params->qmin, c.params->qmax};
   switch (c.gran) {
     case Gran::per_tensor: p.granularity = qk::Granularity::per_tensor(); break;
-    case Gran::per_channel: p.granularity = qk::Granularity::per_channel(0); break;
+    case Gran::per_channel: p.granularity = qk::Granularity::per_channel(c.axis); break;
     case Gran::per_group:
       p.granularity = qk::Granularity::per_group(1, static_cast<std::int64_t>(kBlock));
       break;
@@ -395,6 +403,8 @@ Impl plain_impl(const PlainTable& t) {
   Impl impl;
   impl.name = t.name;
   impl.make = [&t](const Case& c) -> Run {
+    // (Rows of one parameter set each: channels last, a set per column, is not one of them.)
+    if (c.gran == Gran::per_channel && c.axis != 0) return {};
     std::size_t rows = 0, len = 0;
     plain_rows(c, rows, len);
     const CaseParams& cp = *c.params;
@@ -441,7 +451,16 @@ struct Checker {
   Case check_case(Case c) {
     switch (c.gran) {
       case Gran::per_tensor: c.n = 4099; c.rows = 1; c.row_len = 4099; break;
-      case Gran::per_channel: c.rows = kChannels; c.row_len = 67; c.n = c.rows * c.row_len; break;
+      case Gran::per_channel:
+        if (c.axis == 1) {  // the bench's channel count, over enough rows for every row path
+          c.row_len = channels_last();
+          c.rows = std::max<std::size_t>(5, 4099 / c.row_len);
+        } else {
+          c.rows = kChannels;
+          c.row_len = 67;
+        }
+        c.n = c.rows * c.row_len;
+        break;
       case Gran::per_group: c.rows = 3; c.row_len = kBlock * 45; c.n = c.rows * c.row_len; break;
     }
     return c;
@@ -452,11 +471,12 @@ struct Checker {
     const std::string k = key(impl, bench_case);
     auto it = verdicts.find(k);
     if (it != verdicts.end()) return it->second;
-    if (arena.capacity == 0) {
-      arena.init(4480, true);
-      ref_arena.init(4480, true);
-    }
     const Case c = check_case(bench_case);
+    if (arena.capacity < c.n) {
+      const std::size_t n = std::max<std::size_t>(4480, c.n);
+      arena.init(n, true);
+      ref_arena.init(n, true);
+    }
     const Case ci = bind(c, arena, params);
     const Case cr = bind(c, ref_arena, params);
     std::string result;
@@ -645,6 +665,13 @@ int main(int argc, char** argv) {
         return 2;
       }
       qk_bench::channel_len() = static_cast<std::size_t>(v);
+    } else if (a.rfind("--qk_channels_last=", 0) == 0) {
+      const int v = std::atoi(argv[i] + 19);
+      if (v < 1 || v > (1 << 24)) {
+        std::fprintf(stderr, "bench_kernels: --qk_channels_last takes 1..16777216, got '%s'\n", argv[i] + 19);
+        return 2;
+      }
+      qk_bench::channels_last() = static_cast<std::size_t>(v);
     } else if (a == "--qk_requant_positive_biases") {
       qk_bench::requant_positive_biases() = true;
     } else if (a.rfind("--qk_stream_threshold=", 0) == 0) {

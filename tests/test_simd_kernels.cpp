@@ -949,6 +949,44 @@ TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks
   });
 }
 
+TEST_CASE("simd: per-channel quantize/fake-quantize/dequantize with the channels innermost equal the reference") {
+  // [batch, channels] with the parameters on axis 1 (LaneRows): every channel count from 1 up
+  // past a block of 4 vectors, counts whose lcm with a block is past the stream table
+  // (kLaneCycleMax: rows one by one) or a multiple of it; back-to-back rows (one stream over the
+  // repeated table, its last block partial), rows padded apart (row by row, the padding checked
+  // untouched), one row; narrow ranges and zero points anywhere in them; NHWC views.
+  using G = qk::Granularity;
+  for_each_target("channels innermost", [](const qks::Kernels& k) {
+    std::vector<std::int64_t> counts;
+    if (QK_TEST_SANITIZED) {
+      counts = {1, 2, 3, 5, 9, 10, 15, 16, 17, 31, 33, 48, 63, 65, 100, 129, 256, 300};
+    } else {
+      for (std::int64_t c = 1; c <= 70; ++c) counts.push_back(c);
+      for (std::int64_t c : {72, 80, 96, 100, 111, 127, 128, 129, 160, 192, 200, 255, 256, 257, 320, 513, 1100})
+        counts.push_back(c);
+    }
+    for (const std::int64_t c : counts) {
+      const qk::Dims shape{2 + 700 / c, c};
+      check_block_rows<std::int8_t>(k, shape, G::per_channel(1), 0, 0, false, qk::IntRange{-128, 127});
+      check_block_rows<std::int8_t>(k, shape, G::per_channel(1), 0, 0, true, qk::IntRange{-8, 7});
+      check_block_rows<std::uint8_t>(k, shape, G::per_channel(1), 0, 0, false, qk::IntRange{3, 15});
+      check_block_rows<std::int16_t>(k, shape, G::per_channel(1), 0, 0, false, qk::IntRange{-32768, 32767});
+      check_block_rows<std::uint16_t>(k, shape, G::per_channel(1), 0, 0, false, qk::IntRange{7, 65000});
+      check_block_rows<float>(k, shape, G::per_channel(1), 0, 0, false, qk::IntRange{-128, 127});
+      check_block_rows<float>(k, shape, G::per_channel(1), 0, 0, true, qk::IntRange{0, 15});
+      check_block_rows<std::int8_t>(k, qk::Dims{3, c}, G::per_channel(1), 5, 3, false, qk::IntRange{-127, 127});
+      check_block_rows<float>(k, qk::Dims{3, c}, G::per_channel(1), 3, 5, false, qk::IntRange{-128, 127});
+      check_block_rows<std::uint16_t>(k, qk::Dims{1, c}, G::per_channel(1), 0, 0, false, qk::IntRange{0, 65535});
+    }
+    for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
+      simd_test::for_each_deterministic_rounding([&](const auto& round) {
+        simd_test::check_quantize_view<std::int8_t>(&k, qk::Dims{2, 5, 5, 24}, G::per_channel(3), 0, 0, round, app, false);
+        simd_test::check_quantize_view<std::uint8_t>(&k, qk::Dims{3, 7, 10}, G::per_channel(2), 0, 0, round, app, false);
+      });
+    }
+  });
+}
+
 TEST_CASE("simd: stochastic rounding draws the reference's uniforms in element order") {
   for_each_target("stochastic rounding", [](const qks::Kernels& k) {
     simd_test::check_stochastic_everything(&k);

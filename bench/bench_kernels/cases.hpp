@@ -26,7 +26,8 @@ namespace qk_bench {
 // quantize_i16: f32 -> int16 (A16 activations: range [-32768, 32767], zero point 2).
 enum class Op { quantize, dequantize, fake_quantize, requantize, quantize_i16 };
 // per_tensor: shape [n]; per_channel: [kChannels, n / kChannels], axis 0 (weights: one
-// channel per row); per_group: [n / kRowLen, kRowLen], blocks of kBlock along axis 1.
+// channel per row; --qk_channel_len / --qk_channels_last change it, see below); per_group:
+// [n / kRowLen, kRowLen], blocks of kBlock along axis 1.
 enum class Gran { per_tensor, per_channel, per_group };
 
 inline constexpr std::size_t kChannels = 64;
@@ -61,6 +62,9 @@ struct Case {
   std::size_t n = 0;
   // Shape as rows x row_len (per_group: the tensor's rows; blocks run inside a row).
   std::size_t rows = 1, row_len = 0;
+  // per_channel: the channel axis of [rows, row_len]: 0 (a channel per row) or 1 (channels
+  // last: a channel per column, --qk_channels_last).
+  int axis = 0;
   const CaseParams* params = nullptr;
   // Buffers (the ones the op uses): float in/out, int8 in/out, int16 out, int32 accumulators.
   const float* x = nullptr;
@@ -71,7 +75,7 @@ struct Case {
   std::int16_t* q16_out = nullptr;
 
   std::string variant() const;  // "half_even", "half_even.mul", "fixed_point", "float.bias", "linear", ...
-  std::size_t param_count() const;
+  std::size_t param_count() const;  // per channel: rows (axis 0) or row_len (axis 1)
   std::size_t in_bytes() const;
   std::size_t out_bytes() const;
 };
@@ -102,6 +106,13 @@ inline std::size_t& channel_len() {
   static std::size_t len = 0;
   return len;
 }
+// --qk_channels_last=C: per-channel cases are [n / C, C] with the channels on axis 1, the
+// innermost (sizes not a multiple of C are left out): GEMM outputs [batch, channels] and NHWC
+// activations, whose parameters change with every element of a row. 0: axis 0 (the default).
+inline std::size_t& channels_last() {
+  static std::size_t channels = 0;
+  return channels;
+}
 // --qk_requant_positive_biases: those layers' biases are >= 0 (else of random sign).
 inline bool& requant_positive_biases() {
   static bool positive = false;
@@ -111,14 +122,14 @@ inline bool& requant_positive_biases() {
 // The case's tensor shape and quantkit parameters, as quantkit::ref takes them (bench_kernels.cpp).
 quantkit::Dims dims_of(const Case& c);
 
-// The case's requantization parameters (int8 output, channels along axis 0), as every
+// The case's requantization parameters (int8 output, channels along Case::axis), as every
 // requantize row takes them.
 template <class Scheme>
 quantkit::RequantParams<Scheme> requant_params_of(const Case& c) {
   auto p = quantkit::RequantParams<Scheme>::make(c.params->multiplier, quantkit::IntRange{-128, 127},
                                                  c.params->out_zero_point, "bench");
   p.bias = c.params->bias;
-  p.channel_axis = 0;
+  p.channel_axis = c.axis;
   return p;
 }
 quantkit::QuantParams quant_params(const Case& c);

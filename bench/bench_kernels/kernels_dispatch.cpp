@@ -4,8 +4,8 @@
 //
 // Rows: "simd" — quantkit::simd's public entry points with the default (dispatched) kernels:
 // the raw-pointer functions per tensor (quantize, fake_quantize, dequantize) and per channel
-// (quantize_per_channel, fake_quantize_per_channel, dequantize_per_channel: c.rows channels of
-// c.row_len elements, axis 0), the View functions otherwise (per group, and requantize; same
+// (quantize_per_channel, fake_quantize_per_channel, dequantize_per_channel on [c.rows, c.row_len],
+// channels on c.axis), the View functions otherwise (per group, and requantize; same
 // arguments as quantkit::ref); "simd:<TARGET>" — the same calls on
 // one target's kernels (quantkit::simd::available_kernels(): every compiled target this CPU
 // runs), for the variant matrix; "simd_prepared" — requantize through PreparedRequantize
@@ -128,8 +128,9 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
     }
   }
   if (c.gran == Gran::per_channel && c.op != Op::requantize) {
-    // c.rows channels of c.row_len elements: axis 0 of a row-major [rows, row_len] matrix
+    // a row-major [rows, row_len] matrix, channels on axis 0 (a channel per row) or 1 (per column)
     const std::size_t rows = c.rows, cols = c.row_len;
+    const int axis = c.axis;
     const float* s = cp.scale.data();
     const std::int32_t* z = cp.zero_point.data();
     const auto o = qs::QuantizeOptions{}
@@ -138,17 +139,21 @@ Run simd_front_run(const qs::Kernels& k, const Case& c) {
                        .with_range(qk::IntRange{cp.qmin, cp.qmax});
     switch (c.op) {
       case Op::quantize:
-        return [c, rows, cols, s, z, o, kp] { qs::quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.q_out, *kp); };
+        return [c, rows, cols, axis, s, z, o, kp] {
+          qs::quantize_per_channel(c.x, rows, cols, axis, s, z, o, c.q_out, *kp);
+        };
       case Op::quantize_i16:
-        return [c, rows, cols, s, z, o, kp] {
-          qs::quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.q16_out, *kp);
+        return [c, rows, cols, axis, s, z, o, kp] {
+          qs::quantize_per_channel(c.x, rows, cols, axis, s, z, o, c.q16_out, *kp);
         };
       case Op::fake_quantize:
-        return [c, rows, cols, s, z, o, kp] {
-          qs::fake_quantize_per_channel(c.x, rows, cols, 0, s, z, o, c.y, *kp);
+        return [c, rows, cols, axis, s, z, o, kp] {
+          qs::fake_quantize_per_channel(c.x, rows, cols, axis, s, z, o, c.y, *kp);
         };
       case Op::dequantize:
-        return [c, rows, cols, s, z, kp] { qs::dequantize_per_channel(c.q_in, rows, cols, 0, s, z, c.y, *kp); };
+        return [c, rows, cols, axis, s, z, kp] {
+          qs::dequantize_per_channel(c.q_in, rows, cols, axis, s, z, c.y, *kp);
+        };
       default: break;
     }
   }

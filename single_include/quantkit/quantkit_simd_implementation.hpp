@@ -4444,6 +4444,7 @@ HWY_AFTER_NAMESPACE();
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include <hwy/cache_control.h>
@@ -5964,6 +5965,148 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
     QuantizeRunBody<Out, Round, kDivide, false>(args, x, q, n, at);
 }
 
+// ------------------------------ Channels on the innermost axis
+// Per-channel quantize, fake-quantize and dequantize with the channels along the row (MatMul
+// weights [K, N] quantized on axis 1, [batch, channels] activations, NHWC maps): every vector
+// meets as many channels as lanes. The per-element run took them row by row through the plan
+// walk, one vector at a time, a row's partial vector through buffers filled by scalar loops:
+// with 10 channels 3 % of per tensor's speed on AVX-512 (Zen 4), with 256 channels 55 %. Here
+// each row runs in blocks of 4 vectors whose lanes' parameters load next to the input (integer
+// outputs: one packed store per block), the rest as one block through buffers; back-to-back rows
+// of a few channels run as one stream over a table of their parameters repeated to lcm(n, 4 N)
+// <= kLaneCycleMax values. Same formulas as the per-element run (QuantizeVec, DequantizeVec).
+#if HWY_TARGET != HWY_SCALAR  // (one lane: the per-element run serves as well)
+constexpr std::size_t kLaneCycleMax = 1024;
+
+// The parameters of a row's lanes: up to three arrays, lane j's at [j] (a2: null when unused).
+template <class T0, class T1, class T2>
+struct LaneArrays {
+  const T0* a0;
+  const T1* a1;
+  const T2* a2;
+  HWY_INLINE LaneArrays At(std::size_t o) const { return {a0 + o, a1 + o, a2 == nullptr ? nullptr : a2 + o}; }
+};
+
+// The first rem (< 4 N) values of a run as one block(x, q, lanes) through buffers: the input
+// zero-padded, the lanes' parameters padded with pad (finite, harmless values), rem outputs copied.
+template <class In, class Out, class T0, class T1, class T2, class Block>
+HWY_INLINE void LaneBlockPart(const In* HWY_RESTRICT x, Out* HWY_RESTRICT q, std::size_t rem,
+                              const LaneArrays<T0, T1, T2>& p, const LaneArrays<T0, T1, T2>& pad, const Block& block) {
+  constexpr std::size_t kBlock = 4 * kMaxLanes<float>;
+  HWY_ALIGN In xb[kBlock] = {};
+  HWY_ALIGN Out qb[kBlock];
+  HWY_ALIGN T0 b0[kBlock];
+  HWY_ALIGN T1 b1[kBlock];
+  HWY_ALIGN T2 b2[kBlock];
+  const std::size_t len = 4 * hn::Lanes(hn::ScalableTag<float>());
+  std::memcpy(xb, x, rem * sizeof(In));
+  for (std::size_t k = 0; k < len; ++k) {
+    b0[k] = k < rem ? p.a0[k] : pad.a0[0];
+    b1[k] = k < rem ? p.a1[k] : pad.a1[0];
+    if (p.a2 != nullptr) b2[k] = k < rem ? p.a2[k] : pad.a2[0];
+  }
+  block(xb, qb, LaneArrays<T0, T1, T2>{b0, b1, p.a2 == nullptr ? nullptr : b2});
+  CopyFirst(qb, q, rem);
+}
+
+// count rows of n values (row k at x + k * sx, to q + k * sq), lane j of every row with the
+// parameters p.a*[j], through block(x, q, lanes) (4 vectors). Back-to-back rows whose
+// parameters repeat within lcm(n, 4 N) <= kLaneCycleMax values: one stream over a table of them.
+template <class In, class Out, class T0, class T1, class T2, class Block>
+HWY_INLINE void LaneRows(const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq, std::size_t count,
+                         std::size_t n, const LaneArrays<T0, T1, T2>& p, const LaneArrays<T0, T1, T2>& pad,
+                         const Block& block) {
+  const std::size_t B = 4 * hn::Lanes(hn::ScalableTag<float>());
+  const auto un = static_cast<std::ptrdiff_t>(n);
+  const std::size_t cycle = std::lcm(n, B);
+  if (count > 1 && sx == un && sq == un && cycle <= kLaneCycleMax) {
+    HWY_ALIGN T0 t0[kLaneCycleMax];
+    HWY_ALIGN T1 t1[kLaneCycleMax];
+    HWY_ALIGN T2 t2[kLaneCycleMax];
+    // the row's parameters, then the table doubled onto itself up to the cycle
+    std::memcpy(t0, p.a0, n * sizeof(T0));
+    std::memcpy(t1, p.a1, n * sizeof(T1));
+    if (p.a2 != nullptr) std::memcpy(t2, p.a2, n * sizeof(T2));
+    for (std::size_t len = n; len < cycle; len *= 2) {
+      const std::size_t m = HWY_MIN(len, cycle - len);
+      std::memcpy(t0 + len, t0, m * sizeof(T0));
+      std::memcpy(t1 + len, t1, m * sizeof(T1));
+      if (p.a2 != nullptr) std::memcpy(t2 + len, t2, m * sizeof(T2));
+    }
+    const LaneArrays<T0, T1, T2> t{t0, t1, p.a2 == nullptr ? nullptr : t2};
+    const std::size_t total = count * n;
+    std::size_t j = 0, o = 0;
+    for (; j + B <= total; j += B) {
+      block(x + j, q + j, t.At(o));
+      o = o + B == cycle ? 0 : o + B;
+    }
+    if (j < total) LaneBlockPart(x + j, q + j, total - j, t.At(o), pad, block);
+    return;
+  }
+  for (std::size_t k = 0; k < count; ++k, x += sx, q += sq) {
+    std::size_t j = 0;
+    for (; j + B <= n; j += B) block(x + j, q + j, p.At(j));
+    if (j < n) LaneBlockPart(x + j, q + j, n - j, p.At(j), pad, block);
+  }
+}
+
+// Runs::element_rows of quantize and fake-quantize (deterministic rounding; bytes, 16-bit
+// integers, floats): rows sharing their parameters (dat == 0) through LaneRows; others, as
+// before, row by row through the per-element run. A streaming call's rows store as usual.
+template <class Out, class Round, bool kDivide>
+void QuantizeElementRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t sq,
+                         std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const QuantizeArgs& a = *static_cast<const QuantizeArgs*>(args);
+  if (dat != 0) {
+    for (std::size_t k = 0; k < count; ++k, x += sx, q += sq, at += dat)
+      QuantizeRunBody<Out, Round, kDivide, true>(args, x, q, n, at);
+    return;
+  }
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  using V = hn::Vec<decltype(d)>;
+  const std::size_t N = hn::Lanes(d);
+  const V lo = hn::Set(d, a.qmin);
+  const V hi = hn::Set(d, a.qmax);
+  const V none = hn::Zero(d);  // (no uniforms: deterministic rounding)
+  constexpr bool kFake = std::is_same<Out, float>::value;
+  static constexpr float kOne = 1.0f, kZero = 0.0f;
+  const LaneArrays<float, float, float> p{a.factor + at, a.zero + at, kFake ? a.scale + at : nullptr};
+  const LaneArrays<float, float, float> pad{&kOne, &kZero, &kOne};
+  const auto vec = [&](const float* HWY_RESTRICT xv, const LaneArrays<float, float, float>& l, std::size_t v)
+                       HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+    return QuantizeVec<Round, kDivide>(d, hn::LoadU(d, xv + v * N), hn::LoadU(d, l.a0 + v * N),
+                                       hn::LoadU(d, l.a1 + v * N), lo, hi, none);
+  };
+  if constexpr (kFake) {
+    LaneRows(x, sx, q, sq, count, n, p, pad,
+             [&](const float* HWY_RESTRICT xv, float* HWY_RESTRICT qv, const LaneArrays<float, float, float>& l)
+                 HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+               for (std::size_t v = 0; v < 4; ++v)
+                 StoreQuantized<float>(d, vec(xv, l, v), hn::LoadU(d, l.a1 + v * N), hn::LoadU(d, l.a2 + v * N),
+                                       qv + v * N);
+             });
+  } else {
+    LaneRows(x, sx, q, sq, count, n, p, pad,
+             [&](const float* HWY_RESTRICT xv, Out* HWY_RESTRICT qv, const LaneArrays<float, float, float>& l)
+                 HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+               StoreQuantized4<Out, false>(di, ConvertInRange(di, vec(xv, l, 0)), ConvertInRange(di, vec(xv, l, 1)),
+                                           ConvertInRange(di, vec(xv, l, 2)), ConvertInRange(di, vec(xv, l, 3)),
+                                           NoZeroPoint(), qv);
+             });
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
+// Runs::element_rows for a quantize instantiation, or null (the per-element run row by row).
+template <class Out, class Round, bool kDivide>
+constexpr RowsFn<float, Out> QuantizeElementRowsOf() {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (!Round::kStochastic && kBlocked<Out>) return &QuantizeElementRows<Out, Round, kDivide>;
+#endif
+  return nullptr;
+}
+
 template <class Out>
 struct QuantizeByRounding {
   const QuantizeArgs* a;
@@ -5975,8 +6118,11 @@ struct QuantizeByRounding {
     a->round_by_csr = std::is_same<Round, RoundHalfEvenOp>::value && CsrRoundsToNearest();
 #endif
     const Runs<float, Out> runs{&QuantizeRun<Out, Round, kDivide, false>,
-                                &QuantizeRun<Out, Round, kDivide, true>, args, Round::kStochastic,
-                                Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>};
+                                &QuantizeRun<Out, Round, kDivide, true>,
+                                args,
+                                Round::kStochastic,
+                                Round::kStochastic ? nullptr : &QuantizeRows<Out, Round, kDivide>,
+                                QuantizeElementRowsOf<Out, Round, kDivide>()};
     RunPlan(args->plan, args->x, static_cast<Out*>(args->out), runs);
     if (args->stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
   }
@@ -6293,10 +6439,40 @@ void DequantizeRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, 
     DequantizeRunBody<In, false>(args, q, x, n, at);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Runs::element_rows of dequantize: as QuantizeElementRows (LaneRows with DequantizeVec).
+template <class In>
+void DequantizeElementRows(const void* args, const In* q, std::ptrdiff_t sq, float* x, std::ptrdiff_t sx,
+                           std::size_t count, std::size_t n, std::int64_t at, std::int64_t dat) {
+  const DequantizeArgs& a = *static_cast<const DequantizeArgs*>(args);
+  if (dat != 0) {
+    for (std::size_t k = 0; k < count; ++k, q += sq, x += sx, at += dat) DequantizeRunBody<In, true>(args, q, x, n, at);
+    return;
+  }
+  const hn::ScalableTag<float> d;
+  const hn::RebindToSigned<decltype(d)> di;
+  const std::size_t N = hn::Lanes(d);
+  static constexpr float kOne = 1.0f;
+  static constexpr std::int32_t kZero = 0;
+  using Lanes = LaneArrays<float, std::int32_t, float>;
+  LaneRows(q, sq, x, sx, count, n, Lanes{a.scale + at, a.zero + at, nullptr}, Lanes{&kOne, &kZero, nullptr},
+           [&](const In* HWY_RESTRICT qv, float* HWY_RESTRICT xv, const Lanes& l) HWY_ATTR QUANTKIT_LAMBDA_INLINE {
+             for (std::size_t v = 0; v < 4; ++v)
+               hn::StoreU(DequantizeVec(d, qv + v * N, hn::LoadU(di, l.a1 + v * N), hn::LoadU(d, l.a0 + v * N)), d,
+                          xv + v * N);
+           });
+}
+#endif
+
 template <class In>
 void DequantizeFrom(const DequantizeArgs& a) {
+#if HWY_TARGET != HWY_SCALAR
+  constexpr RowsFn<In, float> kElementRows = &DequantizeElementRows<In>;
+#else
+  constexpr RowsFn<In, float> kElementRows = nullptr;
+#endif
   const Runs<In, float> runs{&DequantizeRun<In, false>, &DequantizeRun<In, true>, &a, false,
-                             &DequantizeRows<In>};
+                             &DequantizeRows<In>, kElementRows};
   RunPlan(a.plan, static_cast<const In*>(a.q), a.out, runs);
   if (a.stream) hwy::FlushStream();  // once per call, after every row's non-temporal stores
 }
@@ -8403,9 +8579,15 @@ struct FixedPointLaneConstants {
 };
 
 // Entries m .. end - 1 of v: entry j - m (repeat: a stream of rows of m channels), else `none`.
+// (Repeats by doubling copies: entry by entry, the tables of a stream of rows of 10 channels
+// (AVX-512, 128 entries) cost as much as requantizing 500 values.)
 template <class T, std::size_t kSize>
 HWY_INLINE void FillLanes(T (&v)[kSize], std::size_t m, std::size_t end, bool repeat, T none) {
-  for (std::size_t j = m; j < end; ++j) v[j] = repeat ? v[j - m] : none;
+  if (!repeat) {
+    for (std::size_t j = m; j < end; ++j) v[j] = none;
+    return;
+  }
+  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
 }
 
 // The constants of the m channels from `at` into entries 0 .. m - 1 of k, and entries m .. end
@@ -8524,7 +8706,8 @@ HWY_INLINE bool FloatLaneTable(const RequantizeArgs& a, std::int64_t at, std::si
 }
 
 // n values at x (to q) through step(di, v, o) with table offsets o that start at 0 and wrap
-// at `cycle` (a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
+// at `cycle` (a multiple of N, at least 4 N; the table holds cycle + 3 N entries when it is not
+// a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
 // as one block of masked loads into a buffer on kMaskedRowTail's targets (elsewhere the rest is
 // the caller's). Returns the values done.
 template <class Out, class DI, class Step, class Store>
@@ -8538,7 +8721,8 @@ HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, c
     const auto r2 = step(di, hn::LoadU(di, x + j + 2 * N), o + 2 * N);
     const auto r3 = step(di, hn::LoadU(di, x + j + 3 * N), o + 3 * N);
     store(r0, r1, r2, r3, q + j);
-    o = o + 4 * N == cycle ? 0 : o + 4 * N;
+    o += 4 * N;
+    if (o >= cycle) o -= cycle;
   }
   if constexpr (kMaskedRowTail) {
     if (j == n) return n;
@@ -8563,8 +8747,10 @@ HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, c
 // Rows of n channels (row k at x + k * sx, its channel j's parameters at at + j) through
 // table(at_j, m, end, repeat) (the constants of m channels from at_j; false: off the fast path)
 // and run(x, q, n, cycle) (ElementRun with the step on that table). Back-to-back rows whose
-// constants repeat within a table's lcm(n, 4 N) <= kElementPanel values: one stream (rows of 16
-// channels on AVX2 ran at 37 % of per tensor as a block's masked rest each); else panels of up
+// constants repeat within a table's lcm(n, 4 N) <= kElementPanel values, or lcm(n, N) + 3 N
+// (at least 4 N: AVX-512 rows of 5, 9, 10, 11, 20 channels): one stream (rows of 16 channels on
+// AVX2 ran at 37 % of per tensor as a block's masked rest each; AVX-512 rows of 10 at 17-25 %);
+// else panels of up
 // to kElementPanel channels over blocks of kElementRowBlock rows (all rows for one panel). What
 // the fast path does not take goes through the per-element run.
 template <class Out, class Scheme, class Table, class Run>
@@ -8576,9 +8762,15 @@ HWY_INLINE void ElementRows(const RequantizeArgs& a, const std::int32_t* x, std:
     RequantizeRun<Out, Scheme, true>(&a, xr, qr, m, atj);
   };
   const auto un = static_cast<std::ptrdiff_t>(n);
-  const std::size_t cycle = std::lcm(n, 4 * N);
-  if (kMaskedRowTail && count > 1 && sx == un && sq == un && cycle <= kElementPanel) {
-    if (!table(at, n, cycle, true)) {
+  std::size_t cycle = std::lcm(n, 4 * N), end = cycle;
+  // (the longer table only for a stream of at least twice its values: AVX-512 rows of 10, 16
+  // rows per call 0.62 -> 0.52 Gelem/s with it, 32 rows even, 64 rows 1.28 -> 1.63)
+  if (cycle > kElementPanel && std::lcm(n, N) >= 4 * N && count * n >= 2 * (std::lcm(n, N) + 3 * N)) {
+    cycle = std::lcm(n, N);
+    end = cycle + 3 * N;
+  }
+  if (kMaskedRowTail && count > 1 && sx == un && sq == un && end <= kElementPanel) {
+    if (!table(at, n, end, true)) {
       for (std::size_t r = 0; r < count; ++r) per_element(x + r * n, q + r * n, n, at);
       return;
     }

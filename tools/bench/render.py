@@ -36,8 +36,9 @@ CACHE_SIZES = (4096, 16384, 65536)
 DRAM_SIZE = 16777216
 BARS = {"plain": 1.5, "memcpy": 0.90, "ort": 3.0, "torch": 20.0, "per_channel": 0.80}
 # run_all.sh's runs with --qk_channel_len=L (per-channel rows of L values, NCHW feature maps)
-# name their granularities "rows<L>:per_channel" and "rows<L>:per_tensor" (same sizes).
-ROWS_GRAN = re.compile(r"^rows(\d+):(per_tensor|per_channel)$")
+# name their granularities "rows<L>:per_channel" and "rows<L>:per_tensor" (same sizes); its
+# runs with --qk_channels_last=C ([batch, C], channels innermost) "last<C>:...".
+ROWS_GRAN = re.compile(r"^(rows|last)(\d+):(per_tensor|per_channel)$")
 # (requantize measured by both of its usual schemes there: fixed point and the float multiplier)
 ROWS_VARIANTS = {"quantize": ["half_even"], "dequantize": ["linear"], "fake_quantize": ["half_even"],
                  "requantize": ["fixed_point", "float"], "quantize_i16": ["half_even"]}
@@ -110,8 +111,9 @@ def per_tensor_like(rows, op, v, gran="per_tensor"):
     return v
 
 
-def row_lengths(rows):
-    return sorted({int(m.group(1)) for k in rows for m in [ROWS_GRAN.match(k[2])] if m})
+def row_lengths(rows, kind="rows"):
+    """The L of rows<L> (kind "rows") or the C of last<C> (kind "last") measured."""
+    return sorted({int(m.group(2)) for k in rows for m in [ROWS_GRAN.match(k[2])] if m and m.group(1) == kind})
 
 
 def size_label(n):
@@ -199,15 +201,16 @@ def granularity_table(rows, sizes):
     return out
 
 
-def rows_table(rows):
-    """Per-channel rows of L values (feature maps of 7x7, 14x14: NCHW on axis 1) against per-tensor
-    at the same sizes."""
-    out = ["| operation | row length | rows | elements | per_channel Gelem/s | per_tensor Gelem/s | "
+def rows_table(rows, kind="rows"):
+    """Per-channel rows of L values (feature maps of 7x7, 14x14: NCHW on axis 1; kind "rows") or
+    [batch, C] with the channels innermost (kind "last") against per-tensor at the same sizes."""
+    head = "row length | rows" if kind == "rows" else "channels | batch"
+    out = [f"| operation | {head} | elements | per_channel Gelem/s | per_tensor Gelem/s | "
            "per_channel / per_tensor |", "|---|---:|---:|---:|---:|---:|---:|"]
     for op in OPS:
         for v in ROWS_VARIANTS[op]:
-            for length in row_lengths(rows):
-                g = f"rows{length}"
+            for length in row_lengths(rows, kind):
+                g = f"{kind}{length}"
                 for n in sorted({k[4] for k in rows if k[2] == f"{g}:per_channel" and k[0] == op and k[1] == v}):
                     c = ips(rows, (op, v, f"{g}:per_channel", KERNEL, n))
                     tv = per_tensor_like(rows, op, v, f"{g}:per_tensor")
@@ -295,15 +298,16 @@ def check(rows, sizes):
                             worst([(ips(rows, (op, var, "per_channel", KERNEL, n)),
                                     ips(rows, (op, var, "per_tensor", KERNEL, n))) for n in sizes]), None, "pct"))
         for var in ROWS_VARIANTS[op]:
-            for length in row_lengths(rows):
-                g = f"rows{length}"
-                tv = per_tensor_like(rows, op, var, f"{g}:per_tensor")
-                pairs = [(ips(rows, k), ips(rows, (op, tv, f"{g}:per_tensor", KERNEL, k[4])))
-                         for k in rows if k[:4] == (op, var, f"{g}:per_channel", KERNEL)]
-                if pairs:
-                    same = "" if tv == var else f" (`{tv}`)"
-                    res.append((f"{op} `{var}` per-channel rows of {length} values / per-tensor{same} (worst over "
-                                f"{len(pairs)} sizes)", worst(pairs), BARS["per_channel"], "pct"))
+            for kind, what in (("rows", "rows of {} values"), ("last", "{} channels last")):
+                for length in row_lengths(rows, kind):
+                    g = f"{kind}{length}"
+                    tv = per_tensor_like(rows, op, var, f"{g}:per_tensor")
+                    pairs = [(ips(rows, k), ips(rows, (op, tv, f"{g}:per_tensor", KERNEL, k[4])))
+                             for k in rows if k[:4] == (op, var, f"{g}:per_channel", KERNEL)]
+                    if pairs:
+                        same = "" if tv == var else f" (`{tv}`)"
+                        res.append((f"{op} `{var}` per-channel {what.format(length)} / per-tensor{same} (worst "
+                                    f"over {len(pairs)} sizes)", worst(pairs), BARS["per_channel"], "pct"))
     for op in OPS:
         v = DEFAULT[op]
         # What the plain-loop bar can be at all: no kernel moves the op's bytes faster than its
@@ -374,6 +378,14 @@ def markdown(rows, contexts, out_dir):
                   "row), 64 to 16384 rows, against per-tensor on the same elements; from runs of "
                   "`bench_kernels --qk_channel_len=L` in the same `run_all.sh`.", ""]
         lines += rows_table(rows)
+    if row_lengths(rows, "last"):
+        lines += ["## Per channel with the channels innermost against per-tensor (quantkit, dispatched)", "",
+                  "[batch, C] with the per-channel parameters on the last axis (GEMM and fully connected "
+                  "outputs, NHWC activations: the parameters change with every element of a row), C = " +
+                  ", ".join(map(str, row_lengths(rows, "last"))) + ", batches of 16 to 65536, against "
+                  "per-tensor on the same elements; from runs of `bench_kernels --qk_channels_last=C` in "
+                  "the same `run_all.sh`.", ""]
+        lines += rows_table(rows, "last")
     lines += ["## Rates", ""]
     for op in OPS:
         lines += rates_table(rows, op, sizes)

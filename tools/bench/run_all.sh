@@ -4,7 +4,8 @@
 #   bench_kernels.json   sweep (4K..16M elements) and variant matrix, Google Benchmark JSON
 #   ort.json torch.json  the peers, same JSON shape
 #   results.md sweep.svg variants.svg   (tools/bench/render.py)
-#   and per-channel rows of 49 and 196 values (7x7, 14x14 maps) against per-tensor
+#   and per-channel rows of 49 and 196 values (7x7, 14x14 maps), and per channel with 10 and
+#   256 channels innermost ([batch, C]), against per-tensor
 # With --observers, bench_observers and PyTorch's observers instead (1M and 16M-element
 # batches): bench_observers.json torch_observers.json observers.md.
 # With --inference, bench_inference (demo CNN, 3-layer MLP 1024 wide, int8 GEMM; batch 256)
@@ -41,10 +42,11 @@ inference=0
 batch=
 observer_sizes="1048576,16777216"
 row_lengths="49 196"
+channel_counts="10 256"
 for arg in "$@"; do
   case "$arg" in
     --quick)
-      sizes="4096,65536,16777216"; matrix_sizes="65536"; row_lengths="49"
+      sizes="4096,65536,16777216"; matrix_sizes="65536"; row_lengths="49"; channel_counts="256"
       sweep_min_time=0.05; matrix_min_time=0.02; peer_min_time=0.05 ;;
     --no-peers) peers=0 ;;
     --observers) observers=1 ;;
@@ -134,30 +136,42 @@ step "bench_kernels: sweep ($sizes)"
 step "bench_kernels: variant x granularity x target matrix ($matrix_sizes)"
 "$bench" --qk_sizes= --qk_matrix_sizes="$matrix_sizes" --benchmark_min_time=$matrix_min_time \
   "${common[@]}" --benchmark_out="$tmp/matrix.json" >"$tmp/matrix.txt"
+# The default variants, per channel and per tensor, dispatched: the runs over other layouts.
+layout_filter='^(quantize/half_even|dequantize/linear|fake_quantize/half_even|requantize/(fixed_point|float)(\.bias)?|quantize_i16/half_even)/(per_tensor|per_channel)/simd/'
 # Per-channel rows of NCHW feature maps (7x7, 14x14: rows shorter than or a few vectors long)
 # against per-tensor on the same elements, 64 / 1024 / 16384 rows.
 row_runs=()
 for len in $row_lengths; do
   step "bench_kernels: per-channel rows of $len values"
   "$bench" --qk_channel_len="$len" --qk_sizes=$((len * 64)),$((len * 1024)),$((len * 16384)) --qk_no_matrix \
-    --benchmark_filter='^(quantize/half_even|dequantize/linear|fake_quantize/half_even|requantize/(fixed_point|float)(\.bias)?|quantize_i16/half_even)/(per_tensor|per_channel)/simd/' \
+    --benchmark_filter="$layout_filter" \
     --benchmark_min_time=$sweep_min_time "${common[@]}" --benchmark_out="$tmp/rows$len.json" >"$tmp/rows$len.txt"
-  row_runs+=("$len" "$tmp/rows$len.json")
+  row_runs+=("rows$len" "$tmp/rows$len.json")
+done
+# Per channel with the channels innermost ([batch, C]: GEMM outputs, NHWC), C = 10 (a
+# classifier's outputs) and 256, batches of 16 to 65536, against per-tensor on the same elements.
+for ch in $channel_counts; do
+  step "bench_kernels: per channel, $ch channels last"
+  "$bench" --qk_channels_last="$ch" --qk_sizes=$((ch * 16)),$((ch * 256)),$((ch * 4096)),$((ch * 65536)) --qk_no_matrix \
+    --benchmark_filter="$layout_filter" \
+    --benchmark_min_time=$sweep_min_time "${common[@]}" --benchmark_out="$tmp/last$ch.json" >"$tmp/last$ch.txt"
+  row_runs+=("last$ch" "$tmp/last$ch.json")
 done
 # One file: the sweep's rows win where both measured the same name; the row runs' granularities
-# become rows<L>:per_channel / rows<L>:per_tensor (render.py's table of them).
+# become rows<L>:per_channel / rows<L>:per_tensor and last<C>:per_channel / last<C>:per_tensor
+# (render.py's tables of them).
 $python - "$tmp/sweep.json" "$tmp/matrix.json" "$tmp/bench_kernels.json" "${row_runs[@]}" <<'EOF'
 import json, sys
 sweep, matrix = (json.load(open(p)) for p in sys.argv[1:3])
 seen = {b["name"] for b in sweep["benchmarks"]}
 sweep["benchmarks"] += [b for b in matrix["benchmarks"] if b["name"] not in seen]
 extra = sys.argv[4:]
-for length, path in zip(extra[::2], extra[1::2]):
+for layout, path in zip(extra[::2], extra[1::2]):
     for b in json.load(open(path))["benchmarks"]:
         for key in ("name", "run_name"):
             if key in b:
                 parts = b[key].split("/")
-                parts[2] = f"rows{length}:{parts[2]}"
+                parts[2] = f"{layout}:{parts[2]}"
                 b[key] = "/".join(parts)
         sweep["benchmarks"].append(b)
 json.dump(sweep, open(sys.argv[3], "w"), indent=1)

@@ -1344,9 +1344,15 @@ struct FixedPointLaneConstants {
 };
 
 // Entries m .. end - 1 of v: entry j - m (repeat: a stream of rows of m channels), else `none`.
+// (Repeats by doubling copies: entry by entry, the tables of a stream of rows of 10 channels
+// (AVX-512, 128 entries) cost as much as requantizing 500 values.)
 template <class T, std::size_t kSize>
 HWY_INLINE void FillLanes(T (&v)[kSize], std::size_t m, std::size_t end, bool repeat, T none) {
-  for (std::size_t j = m; j < end; ++j) v[j] = repeat ? v[j - m] : none;
+  if (!repeat) {
+    for (std::size_t j = m; j < end; ++j) v[j] = none;
+    return;
+  }
+  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
 }
 
 // The constants of the m channels from `at` into entries 0 .. m - 1 of k, and entries m .. end
@@ -1465,7 +1471,8 @@ HWY_INLINE bool FloatLaneTable(const RequantizeArgs& a, std::int64_t at, std::si
 }
 
 // n values at x (to q) through step(di, v, o) with table offsets o that start at 0 and wrap
-// at `cycle` (a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
+// at `cycle` (a multiple of N, at least 4 N; the table holds cycle + 3 N entries when it is not
+// a multiple of 4 N; SIZE_MAX: no wrap): whole blocks of 4 vectors, then the rest
 // as one block of masked loads into a buffer on kMaskedRowTail's targets (elsewhere the rest is
 // the caller's). Returns the values done.
 template <class Out, class DI, class Step, class Store>
@@ -1479,7 +1486,8 @@ HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, c
     const auto r2 = step(di, hn::LoadU(di, x + j + 2 * N), o + 2 * N);
     const auto r3 = step(di, hn::LoadU(di, x + j + 3 * N), o + 3 * N);
     store(r0, r1, r2, r3, q + j);
-    o = o + 4 * N == cycle ? 0 : o + 4 * N;
+    o += 4 * N;
+    if (o >= cycle) o -= cycle;
   }
   if constexpr (kMaskedRowTail) {
     if (j == n) return n;
@@ -1504,8 +1512,10 @@ HWY_INLINE std::size_t ElementRun(DI di, const Step& step, const Store& store, c
 // Rows of n channels (row k at x + k * sx, its channel j's parameters at at + j) through
 // table(at_j, m, end, repeat) (the constants of m channels from at_j; false: off the fast path)
 // and run(x, q, n, cycle) (ElementRun with the step on that table). Back-to-back rows whose
-// constants repeat within a table's lcm(n, 4 N) <= kElementPanel values: one stream (rows of 16
-// channels on AVX2 ran at 37 % of per tensor as a block's masked rest each); else panels of up
+// constants repeat within a table's lcm(n, 4 N) <= kElementPanel values, or lcm(n, N) + 3 N
+// (at least 4 N: AVX-512 rows of 5, 9, 10, 11, 20 channels): one stream (rows of 16 channels on
+// AVX2 ran at 37 % of per tensor as a block's masked rest each; AVX-512 rows of 10 at 17-25 %);
+// else panels of up
 // to kElementPanel channels over blocks of kElementRowBlock rows (all rows for one panel). What
 // the fast path does not take goes through the per-element run.
 template <class Out, class Scheme, class Table, class Run>
@@ -1517,9 +1527,15 @@ HWY_INLINE void ElementRows(const RequantizeArgs& a, const std::int32_t* x, std:
     RequantizeRun<Out, Scheme, true>(&a, xr, qr, m, atj);
   };
   const auto un = static_cast<std::ptrdiff_t>(n);
-  const std::size_t cycle = std::lcm(n, 4 * N);
-  if (kMaskedRowTail && count > 1 && sx == un && sq == un && cycle <= kElementPanel) {
-    if (!table(at, n, cycle, true)) {
+  std::size_t cycle = std::lcm(n, 4 * N), end = cycle;
+  // (the longer table only for a stream of at least twice its values: AVX-512 rows of 10, 16
+  // rows per call 0.62 -> 0.52 Gelem/s with it, 32 rows even, 64 rows 1.28 -> 1.63)
+  if (cycle > kElementPanel && std::lcm(n, N) >= 4 * N && count * n >= 2 * (std::lcm(n, N) + 3 * N)) {
+    cycle = std::lcm(n, N);
+    end = cycle + 3 * N;
+  }
+  if (kMaskedRowTail && count > 1 && sx == un && sq == un && end <= kElementPanel) {
+    if (!table(at, n, end, true)) {
       for (std::size_t r = 0; r < count; ++r) per_element(x + r * n, q + r * n, n, at);
       return;
     }
