@@ -951,10 +951,11 @@ TEST_CASE("simd: back-to-back per-channel rows shorter than a block, over chunks
 
 TEST_CASE("simd: per-channel quantize/fake-quantize/dequantize with the channels innermost equal the reference") {
   // [batch, channels] with the parameters on axis 1 (LaneRows): every channel count from 1 up
-  // past a block of 4 vectors, counts whose lcm with a block is past the stream table
-  // (kLaneCycleMax: rows one by one) or a multiple of it; back-to-back rows (one stream over the
-  // repeated table, its last block partial), rows padded apart (row by row, the padding checked
-  // untouched), one row; narrow ranges and zero points anywhere in them; NHWC views.
+  // past a block of 4 vectors, counts past the stream table (kLaneTableMax: rows one by one);
+  // back-to-back rows (one stream over the table, its last block over the one before), two
+  // rows shorter than a block together (the stream's rest through buffers), rows padded apart
+  // (row by row, the padding checked untouched), one row; narrow ranges and zero points
+  // anywhere in them; NHWC views.
   using G = qk::Granularity;
   for_each_target("channels innermost", [](const qks::Kernels& k) {
     std::vector<std::int64_t> counts;
@@ -977,6 +978,7 @@ TEST_CASE("simd: per-channel quantize/fake-quantize/dequantize with the channels
       check_block_rows<std::int8_t>(k, qk::Dims{3, c}, G::per_channel(1), 5, 3, false, qk::IntRange{-127, 127});
       check_block_rows<float>(k, qk::Dims{3, c}, G::per_channel(1), 3, 5, false, qk::IntRange{-128, 127});
       check_block_rows<std::uint16_t>(k, qk::Dims{1, c}, G::per_channel(1), 0, 0, false, qk::IntRange{0, 65535});
+      check_block_rows<std::int16_t>(k, qk::Dims{2, c}, G::per_channel(1), 0, 0, false, qk::IntRange{-300, 511});
     }
     for (auto app : {qk::ScaleApplicationKind::divide, qk::ScaleApplicationKind::multiply_by_reciprocal}) {
       simd_test::for_each_deterministic_rounding([&](const auto& round) {
