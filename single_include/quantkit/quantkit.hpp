@@ -6282,8 +6282,9 @@ void QuantizeRows(const void* args, const float* x, std::ptrdiff_t sx, Out* q, s
 // walk, one vector at a time, a row's partial vector through buffers filled by scalar loops:
 // with 10 channels 3 % of per tensor's speed on AVX-512 (Zen 4), with 256 channels 55 %. Here
 // each row runs in blocks of 4 vectors whose lanes' parameters load next to the input (integer
-// outputs: one packed store per block), the rest as one block through buffers; back-to-back rows
-// of up to kLaneTableMax - 4 N channels run as one stream over a table of their parameters.
+// outputs: one packed store per block), the last block ending at the row's end over the one
+// before (else through buffers); back-to-back rows of up to kLaneTableMax - 4 N channels run as
+// one stream over a table of their parameters.
 // Same formulas as the per-element run (QuantizeVec, DequantizeVec).
 #if HWY_TARGET != HWY_SCALAR  // (one lane: the per-element run serves as well)
 constexpr std::size_t kLaneTableMax = 1024;
