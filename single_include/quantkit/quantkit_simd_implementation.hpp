@@ -2626,6 +2626,14 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
+// Entries m .. end - 1 of v as the first m repeated (entry j = entry j mod m), by doubling copies:
+// the channels-innermost paths' parameter tables (entry by entry, a stream of rows of 10
+// channels' requantize tables (AVX-512, 128 entries) cost as much as requantizing 500 values).
+template <class T>
+HWY_INLINE void RepeatFirst(T* v, std::size_t m, std::size_t end) {
+  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
+}
+
 // The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the
 // last partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512:
 // masked byte stores (one per vector), nothing written past p + count; elsewhere, and for
@@ -6032,16 +6040,14 @@ HWY_INLINE void LaneRows(const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t 
     HWY_ALIGN T0 t0[kLaneTableMax];
     HWY_ALIGN T1 t1[kLaneTableMax];
     HWY_ALIGN T2 t2[kLaneTableMax];
-    // the row's parameters, then the table doubled onto itself: entry k is the row's k mod n
-    const std::size_t size = n + B;
+    // the row's parameters, then repeated: entry k is the row's k mod n
     std::memcpy(t0, p.a0, n * sizeof(T0));
     std::memcpy(t1, p.a1, n * sizeof(T1));
-    if (p.a2 != nullptr) std::memcpy(t2, p.a2, n * sizeof(T2));
-    for (std::size_t len = n; len < size; len *= 2) {
-      const std::size_t m = HWY_MIN(len, size - len);
-      std::memcpy(t0 + len, t0, m * sizeof(T0));
-      std::memcpy(t1 + len, t1, m * sizeof(T1));
-      if (p.a2 != nullptr) std::memcpy(t2 + len, t2, m * sizeof(T2));
+    RepeatFirst(t0, n, n + B);
+    RepeatFirst(t1, n, n + B);
+    if (p.a2 != nullptr) {
+      std::memcpy(t2, p.a2, n * sizeof(T2));
+      RepeatFirst(t2, n, n + B);
     }
     const LaneArrays<T0, T1, T2> t{t0, t1, p.a2 == nullptr ? nullptr : t2};
     const std::size_t total = count * n, step = B % n;
@@ -8604,15 +8610,13 @@ struct FixedPointLaneConstants {
 };
 
 // Entries m .. end - 1 of v: entry j - m (repeat: a stream of rows of m channels), else `none`.
-// (Repeats by doubling copies: entry by entry, the tables of a stream of rows of 10 channels
-// (AVX-512, 128 entries) cost as much as requantizing 500 values.)
 template <class T, std::size_t kSize>
 HWY_INLINE void FillLanes(T (&v)[kSize], std::size_t m, std::size_t end, bool repeat, T none) {
-  if (!repeat) {
-    for (std::size_t j = m; j < end; ++j) v[j] = none;
+  if (repeat) {
+    RepeatFirst(v, m, end);
     return;
   }
-  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
+  for (std::size_t j = m; j < end; ++j) v[j] = none;
 }
 
 // The constants of the m channels from `at` into entries 0 .. m - 1 of k, and entries m .. end

@@ -282,6 +282,14 @@ HWY_INLINE void StoreVec(hn::Vec<D> v, D d, T* HWY_RESTRICT p) {
     hn::StoreU(v, d, p);
 }
 
+// Entries m .. end - 1 of v as the first m repeated (entry j = entry j mod m), by doubling copies:
+// the channels-innermost paths' parameter tables (entry by entry, a stream of rows of 10
+// channels' requantize tables (AVX-512, 128 entries) cost as much as requantizing 500 values).
+template <class T>
+HWY_INLINE void RepeatFirst(T* v, std::size_t m, std::size_t end) {
+  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
+}
+
 // The first count values of buf (aligned) to p (count * sizeof(T) <= 4 vectors' bytes): the
 // last partial block of a row, computed into a buffer. Bytes and 16-bit values on AVX-512:
 // masked byte stores (one per vector), nothing written past p + count; elsewhere, and for

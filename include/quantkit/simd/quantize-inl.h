@@ -1608,16 +1608,14 @@ HWY_INLINE void LaneRows(const In* x, std::ptrdiff_t sx, Out* q, std::ptrdiff_t 
     HWY_ALIGN T0 t0[kLaneTableMax];
     HWY_ALIGN T1 t1[kLaneTableMax];
     HWY_ALIGN T2 t2[kLaneTableMax];
-    // the row's parameters, then the table doubled onto itself: entry k is the row's k mod n
-    const std::size_t size = n + B;
+    // the row's parameters, then repeated: entry k is the row's k mod n
     std::memcpy(t0, p.a0, n * sizeof(T0));
     std::memcpy(t1, p.a1, n * sizeof(T1));
-    if (p.a2 != nullptr) std::memcpy(t2, p.a2, n * sizeof(T2));
-    for (std::size_t len = n; len < size; len *= 2) {
-      const std::size_t m = HWY_MIN(len, size - len);
-      std::memcpy(t0 + len, t0, m * sizeof(T0));
-      std::memcpy(t1 + len, t1, m * sizeof(T1));
-      if (p.a2 != nullptr) std::memcpy(t2 + len, t2, m * sizeof(T2));
+    RepeatFirst(t0, n, n + B);
+    RepeatFirst(t1, n, n + B);
+    if (p.a2 != nullptr) {
+      std::memcpy(t2, p.a2, n * sizeof(T2));
+      RepeatFirst(t2, n, n + B);
     }
     const LaneArrays<T0, T1, T2> t{t0, t1, p.a2 == nullptr ? nullptr : t2};
     const std::size_t total = count * n, step = B % n;

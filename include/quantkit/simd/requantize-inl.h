@@ -1344,15 +1344,13 @@ struct FixedPointLaneConstants {
 };
 
 // Entries m .. end - 1 of v: entry j - m (repeat: a stream of rows of m channels), else `none`.
-// (Repeats by doubling copies: entry by entry, the tables of a stream of rows of 10 channels
-// (AVX-512, 128 entries) cost as much as requantizing 500 values.)
 template <class T, std::size_t kSize>
 HWY_INLINE void FillLanes(T (&v)[kSize], std::size_t m, std::size_t end, bool repeat, T none) {
-  if (!repeat) {
-    for (std::size_t j = m; j < end; ++j) v[j] = none;
+  if (repeat) {
+    RepeatFirst(v, m, end);
     return;
   }
-  for (std::size_t len = m; len < end; len *= 2) std::memcpy(v + len, v, HWY_MIN(len, end - len) * sizeof(T));
+  for (std::size_t j = m; j < end; ++j) v[j] = none;
 }
 
 // The constants of the m channels from `at` into entries 0 .. m - 1 of k, and entries m .. end
